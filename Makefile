@@ -1,0 +1,46 @@
+# Thin aliases over the real commands. Every target that needs Python first makes sure the
+# virtual environment in .venv exists and matches pyproject.toml + requirements/dev.txt.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements/dev.txt
+	touch $(STAMP)
+
+fmt: $(STAMP)
+	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks
+
+fmt-check: $(STAMP)
+	$(BIN)/ruff format --check src tests benchmarks
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+arch: $(STAMP)
+	$(BIN)/lint-imports
+
+pytest: $(STAMP)
+	$(BIN)/pytest --cov --cov-report=term
+
+# The README's test command: every check CI runs.
+test: lint fmt-check typecheck arch pytest
+
+check: test
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage build dist

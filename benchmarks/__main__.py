@@ -1,0 +1,47 @@
+"""``python -m benchmarks [NAME ...] [--repeat N] [--quick]``: run benchmarks, print tables.
+
+Each NAME is a module ``benchmarks/bench_NAME.py``; with no NAME every benchmark runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import benchmarks
+from benchmarks.harness import Harness
+
+
+def available() -> list[str]:
+    """Names of all benchmark modules."""
+    return sorted(
+        m.name.removeprefix("bench_")
+        for m in pkgutil.iter_modules(benchmarks.__path__)
+        if m.name.startswith("bench_")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("names", nargs="*", help=f"benchmarks to run (default all: {available()})")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case (median reported)")
+    parser.add_argument("--quick", action="store_true", help="small data, for smoke tests")
+    args = parser.parse_args(argv)
+    names = args.names or available()
+    unknown = sorted(set(names) - set(available()))
+    if unknown:
+        print(f"error: unknown benchmark {unknown[0]!r}; choices: {available()}", file=sys.stderr)
+        return 2
+    for name in names:
+        module = importlib.import_module(f"benchmarks.bench_{name}")
+        harness = Harness(name, repeat=args.repeat, quick=args.quick)
+        module.run(harness)
+        print(harness.table(), flush=True)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""``python -m tensorsight`` runs the command line."""
+
+from tensorsight.cli import main
+
+raise SystemExit(main())
