@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench clean
+.PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench proto clean
 
 install: $(STAMP)
 
@@ -41,6 +41,15 @@ check: test
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# Compile the .proto specs into committed descriptor sets (needs grpcio-tools, dev only).
+PROTO_DIR := src/tensorsight/summary/_proto
+proto: $(STAMP)
+	$(BIN)/python -m pip install --quiet grpcio-tools
+	cd $(PROTO_DIR) && for f in *.proto; do \
+	  ../../../../$(BIN)/python -m grpc_tools.protoc -I. \
+	    -I"$$(../../../../$(BIN)/python -c 'import grpc_tools,os;print(os.path.dirname(grpc_tools.__file__))')/_proto" \
+	    --include_imports --descriptor_set_out="$${f%.proto}.binpb" "$$f"; done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage build dist

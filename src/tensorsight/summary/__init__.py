@@ -1,0 +1,10 @@
+"""Training summaries: write TensorBoard event files, read TensorBoard and MindSpore logs.
+
+Reading order for newcomers: ``_record.py`` (byte layout), ``_proto/`` (message specs),
+``writer.py`` (SummaryWriter), ``reader.py`` (event-file reader), ``logdir.py``
+(read_logdir and the Logdir API of PRODUCT.md).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
