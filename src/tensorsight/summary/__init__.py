@@ -7,4 +7,16 @@ Reading order for newcomers: ``_record.py`` (byte layout), ``_proto/`` (message 
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from tensorsight.summary.logdir import Logdir, ReloadResult, RunInfo, read_logdir
+from tensorsight.summary.reader import CorruptRecordWarning, EventFileReader
+from tensorsight.summary.writer import SummaryWriter
+
+__all__: list[str] = [
+    "CorruptRecordWarning",
+    "EventFileReader",
+    "Logdir",
+    "ReloadResult",
+    "RunInfo",
+    "SummaryWriter",
+    "read_logdir",
+]

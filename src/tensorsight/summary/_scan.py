@@ -1,0 +1,281 @@
+"""Walk the records of an event-file buffer: CRC checks, resync, and a C fast path.
+
+:class:`Scanner` turns a buffer into three streams, numbered by a running record ``seq``:
+
+* ``points``: scalar values decoded without protobuf (C only): tag id, step, wall time,
+  value, and a flag (0 ``simple_value``, 1 scalar tensor with "scalars" plugin metadata,
+  2 scalar DT_FLOAT tensor without metadata, whose kind depends on the tag's plugin),
+* ``others``: (offset, length, seq) of every other payload, for the protobuf path,
+* ``bad``: (start, end) byte ranges skipped as corrupt.
+
+The C code (``_cscan.c``) is compiled on first use with the system C compiler into a cache
+folder (``$TENSORSIGHT_CACHE_DIR`` or ``~/.cache/tensorsight``) and loaded with ctypes; it
+needs no Python headers. Without a compiler, or with ``TENSORSIGHT_NO_C=1``, a pure-Python
+scanner with the same results (every record goes to ``others``) takes over.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tensorsight.summary._record import masked_crc32c
+
+__all__ = ["Points", "ScanOut", "Scanner", "accelerated"]
+
+_log = logging.getLogger(__name__)
+_HEADER = struct.Struct("<QI")
+_U32 = struct.Struct("<I")
+_CAP_OTHERS = 1 << 16
+_CAP_BAD = 1 << 10
+
+_lib: ctypes.CDLL | None = None
+_lib_tried = False
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("TENSORSIGHT_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tensorsight"
+
+
+def _build() -> ctypes.CDLL | None:
+    src = resources.files(__package__).joinpath("_cscan.c").read_bytes()
+    key = hashlib.sha256(src + platform.machine().encode() + sys.platform.encode()).hexdigest()
+    so_path = _cache_dir() / f"_cscan-{key[:16]}.so"
+    if not so_path.exists():
+        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        if cc is None:
+            _log.info("no C compiler found; event files are read by the pure-Python scanner")
+            return None
+        so_path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=so_path.parent) as tmp:
+            c_file = Path(tmp) / "_cscan.c"
+            c_file.write_bytes(src)
+            out = Path(tmp) / "_cscan.so"
+            cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(out), str(c_file)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                _log.info("compiling the C event scanner failed: %s", proc.stderr[-500:])
+                return None
+            os.replace(out, so_path)
+    lib = ctypes.CDLL(str(so_path))
+    p = ctypes.c_void_p
+    i64 = ctypes.c_int64
+    lib.ts_tagtab_new.restype = p
+    lib.ts_tagtab_free.argtypes = [p]
+    lib.ts_tagtab_count.argtypes = [p]
+    lib.ts_tagtab_count.restype = ctypes.c_int32
+    lib.ts_tagtab_name.argtypes = [p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_int32]
+    lib.ts_tagtab_name.restype = ctypes.c_int32
+    lib.ts_masked_crc32c.argtypes = [ctypes.c_char_p, i64]
+    lib.ts_masked_crc32c.restype = ctypes.c_uint32
+    lib.ts_hw_crc.restype = ctypes.c_int
+    c_int = ctypes.c_int
+    scan_args: list[Any] = [p, i64, c_int, c_int, p, i64, i64, p, p, p, i64, p, p, p]
+    lib.ts_scan.argtypes = scan_args
+    lib.ts_scan.restype = ctypes.c_int
+    lib.ts_tag_npoints.argtypes = [p, ctypes.c_int32]
+    lib.ts_tag_npoints.restype = i64
+    lib.ts_tag_take.argtypes = [p, ctypes.c_int32, p, p, p, p, p]
+    lib.ts_tag_take.restype = None
+    return lib
+
+
+def _get_lib() -> ctypes.CDLL | None:
+    global _lib, _lib_tried
+    if not _lib_tried:
+        _lib_tried = True
+        if os.environ.get("TENSORSIGHT_NO_C", "") not in ("", "0"):
+            return None
+        try:
+            _lib = _build()
+        except OSError as exc:  # unwritable cache, unloadable library: fall back
+            _log.info("C event scanner unavailable (%s); using the Python scanner", exc)
+            _lib = None
+    return _lib
+
+
+def accelerated() -> bool:
+    """True when the compiled C scanner is in use."""
+    return _get_lib() is not None
+
+
+@dataclass
+class Points:
+    """Scalar points of one tag decoded by the C scanner (parallel arrays, record order)."""
+
+    tag: int
+    step: NDArray[np.int64]
+    wall: NDArray[np.float64]
+    value: NDArray[np.float64]
+    flag: NDArray[np.int8]
+    seq: NDArray[np.int64]
+
+
+@dataclass
+class ScanOut:
+    """What one :meth:`Scanner.scan` found; ``consumed`` bytes may be dropped from the buffer."""
+
+    consumed: int
+    records: int
+    points: list[Points]
+    others: list[tuple[int, int, int]]
+    bad: list[tuple[int, int]]
+
+
+class Scanner:
+    """Scans buffers of one event file; keeps the tag ids of its scalar points.
+
+    Args:
+        fast_scalars: Decode scalar events in C (TensorBoard files only).
+        use_c: ``None``: use C when available; ``False``: force the Python scanner.
+    """
+
+    def __init__(self, *, fast_scalars: bool = True, use_c: bool | None = None) -> None:
+        self._lib = _get_lib() if use_c is not False else None
+        self._fast = fast_scalars
+        self.tag_names: list[str] = []
+        self._tab: int | None = None
+        if self._lib is not None:
+            self._tab = self._lib.ts_tagtab_new()
+            if not self._tab:
+                self._lib = None
+
+    def __del__(self) -> None:
+        lib = getattr(self, "_lib", None)
+        if lib is not None and self._tab:
+            lib.ts_tagtab_free(self._tab)
+            self._tab = None
+
+    def scan(self, buf: bytes, *, seq0: int, check_data_crc: bool) -> ScanOut:
+        """Scan ``buf`` from its start; stops before an incomplete last record."""
+        if self._lib is None:
+            return _scan_py(buf, seq0=seq0, check_data_crc=check_data_crc)
+        return self._scan_c(buf, seq0=seq0, check_data_crc=check_data_crc)
+
+    def _scan_c(self, buf: bytes, *, seq0: int, check_data_crc: bool) -> ScanOut:
+        lib = self._lib
+        assert lib is not None
+        n_total = len(buf)
+        cap_o = min(_CAP_OTHERS, n_total // 16 + 16)
+        o_off = np.empty(cap_o, np.int64)
+        o_len = np.empty(cap_o, np.int64)
+        o_seq = np.empty(cap_o, np.int64)
+        b_start = np.empty(_CAP_BAD, np.int64)
+        b_end = np.empty(_CAP_BAD, np.int64)
+        counts = np.zeros(6, np.int64)
+        base = ctypes.cast(ctypes.c_char_p(buf), ctypes.c_void_p).value or 0
+        out = ScanOut(0, 0, [], [], [])
+        pos = 0
+        while True:
+            rc = lib.ts_scan(
+                base + pos, n_total - pos, int(check_data_crc), int(self._fast), self._tab,
+                seq0 + out.records,
+                cap_o, o_off.ctypes.data, o_len.ctypes.data, o_seq.ctypes.data,
+                _CAP_BAD, b_start.ctypes.data, b_end.ctypes.data, counts.ctypes.data,
+            )  # fmt: skip
+            if rc != 0:
+                msg = "event scanner: out of memory"
+                raise MemoryError(msg)
+            consumed, n_p, n_o, n_b, n_rec, status = (int(c) for c in counts)
+            if n_p:
+                self._take_points(out)
+            if n_o:
+                offs = (o_off[:n_o] + pos).tolist()
+                out.others.extend(
+                    zip(offs, o_len[:n_o].tolist(), o_seq[:n_o].tolist(), strict=True)
+                )
+            for i in range(n_b):
+                out.bad.append((int(b_start[i]) + pos, int(b_end[i]) + pos))
+            out.records += n_rec
+            pos += consumed
+            if status == 0:
+                break
+        out.consumed = pos
+        self._sync_tags()
+        return out
+
+    def _take_points(self, out: ScanOut) -> None:
+        lib = self._lib
+        assert lib is not None
+        for tag_id in range(lib.ts_tagtab_count(self._tab)):
+            n = lib.ts_tag_npoints(self._tab, tag_id)
+            if n <= 0:
+                continue
+            pts = Points(
+                tag_id, np.empty(n, np.int64), np.empty(n, np.float64), np.empty(n, np.float64),
+                np.empty(n, np.int8), np.empty(n, np.int64),
+            )  # fmt: skip
+            lib.ts_tag_take(
+                self._tab, tag_id, pts.step.ctypes.data, pts.wall.ctypes.data,
+                pts.value.ctypes.data, pts.seq.ctypes.data, pts.flag.ctypes.data,
+            )  # fmt: skip
+            out.points.append(pts)
+
+    def _sync_tags(self) -> None:
+        lib = self._lib
+        assert lib is not None
+        count = lib.ts_tagtab_count(self._tab)
+        while len(self.tag_names) < count:
+            i = len(self.tag_names)
+            size = 256
+            while True:
+                out = ctypes.create_string_buffer(size)
+                n = lib.ts_tagtab_name(self._tab, i, out, size)
+                if n >= 0:
+                    break
+                size = -n
+            self.tag_names.append(out.raw[:n].decode("utf-8", errors="replace"))
+
+
+def _record_at(buf: bytes, pos: int, check_data_crc: bool) -> tuple[int, int]:
+    """(1 valid | 2 incomplete | 0 corrupt, payload length) for a record starting at ``pos``."""
+    length, length_crc = _HEADER.unpack_from(buf, pos)
+    if masked_crc32c(buf[pos : pos + 8]) != length_crc:
+        return 0, 0
+    end = pos + 12 + length
+    if end + 4 > len(buf):
+        return 2, length
+    if check_data_crc and masked_crc32c(buf[pos + 12 : end]) != _U32.unpack_from(buf, end)[0]:
+        return 0, length
+    return 1, length
+
+
+def _scan_py(buf: bytes, *, seq0: int, check_data_crc: bool) -> ScanOut:
+    out = ScanOut(0, 0, [], [], [])
+    n = len(buf)
+    pos = 0
+    while n - pos >= 12:
+        state, length = _record_at(buf, pos, check_data_crc)
+        if state == 2:
+            break
+        if state == 0:
+            q = pos + 1
+            while n - q >= 12 and _record_at(buf, q, check_data_crc)[0] == 0:
+                q += 1
+            out.bad.append((pos, q))
+            pos = q
+            continue
+        out.others.append((pos + 12, length, seq0 + out.records))
+        out.records += 1
+        pos += 16 + length
+    out.consumed = pos
+    return out

@@ -1,0 +1,80 @@
+"""Data graphs: the stages of an input pipeline (datasets, transforms, sampler, loader).
+
+Spec (docs/formats/summaries.md, "data graphs"): plugin ``tensorsight.data_graph``, a
+DT_STRING scalar of UTF-8 JSON ``{"version": 1, "nodes": [{"id", "type", "label", "params"}],
+"edges": [[src_id, dst_id], ...]}``. ``tensorsight.summary.data_graph`` builds the dict from a
+torch DataLoader or Dataset; this module only checks and encodes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tensorsight.errors import UsageError
+from tensorsight.summary.kinds._json_tensor import json_value
+
+__all__ = ["KIND", "PLUGIN_NAME", "SCHEMA_VERSION", "encode", "validate"]
+
+KIND = "data_graphs"
+PLUGIN_NAME = "tensorsight.data_graph"
+SCHEMA_VERSION = 1
+
+
+def validate(tag: str, graph: Mapping[str, Any] | object) -> dict[str, Any]:
+    """Check ``graph`` has the documented shape; return it with ``version`` set.
+
+    Raises:
+        UsageError: Missing keys, duplicate node ids, an edge naming an unknown node, or
+            values that are not JSON.
+    """
+    where = f"Data graph {tag!r}"
+    if not isinstance(graph, Mapping) or "nodes" not in graph:
+        msg = f"{where}: got {type(graph).__name__}. Expected a dict with 'nodes' and 'edges'."
+        raise UsageError(msg)
+    nodes = []
+    ids: set[str] = set()
+    for i, node in enumerate(graph["nodes"]):
+        if not isinstance(node, Mapping) or not isinstance(node.get("id"), str):
+            msg = f"{where}: node {i} is {node!r:.80}. Expected a dict with a str 'id'."
+            raise UsageError(msg)
+        if node["id"] in ids:
+            msg = f"{where}: node id {node['id']!r} appears twice. Expected unique ids."
+            raise UsageError(msg)
+        ids.add(node["id"])
+        params = node.get("params") or {}
+        if not isinstance(params, Mapping):
+            msg = (
+                f"{where}: node {node['id']!r} params is {type(params).__name__}. Expected a dict."
+            )
+            raise UsageError(msg)
+        nodes.append(
+            {
+                "id": node["id"],
+                "type": str(node.get("type", "")),
+                "label": str(node.get("label", node["id"])),
+                "params": dict(params),
+            }
+        )
+    edges = []
+    for edge in graph.get("edges", []):
+        if len(edge) != 2 or edge[0] not in ids or edge[1] not in ids:
+            msg = (
+                f"{where}: edge {edge!r:.80} does not join two known node ids. Expected "
+                "[source_id, destination_id]."
+            )
+            raise UsageError(msg)
+        edges.append([edge[0], edge[1]])
+    result = {"version": SCHEMA_VERSION, "nodes": nodes, "edges": edges}
+    try:
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        msg = f"{where}: params are not JSON-serialisable ({exc}). Expected numbers, str, lists."
+        raise UsageError(msg) from exc
+    return result
+
+
+def encode(tag: str, graph: Mapping[str, Any] | object) -> Any:
+    """A ``Summary.Value`` holding the data graph ``graph`` (validated first)."""
+    return json_value(tag, PLUGIN_NAME, validate(tag, graph))

@@ -1,0 +1,103 @@
+"""Scalars: one number per step, TensorBoard's ``simple_value`` (or ``scalars`` plugin tensor)."""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+from tensorsight.errors import UsageError
+from tensorsight.summary._proto import tb
+from tensorsight.summary.kinds._convert import plugin_metadata, to_numpy
+
+__all__ = ["KIND", "PLUGIN_NAME", "SCHEMA_VERSION", "encode", "encode_event", "to_float"]
+
+KIND = "scalars"
+PLUGIN_NAME = "scalars"
+SCHEMA_VERSION = 0  # TensorBoard's ScalarPluginData version
+
+_DT_FLOAT = tb.DataType["DT_FLOAT"]
+_DT_DOUBLE = tb.DataType["DT_DOUBLE"]
+
+
+def to_float(value: object, *, tag: str) -> float:
+    """One number from a Python number, a one-element numpy array or torch tensor."""
+    if type(value) is float or type(value) is int:  # the hot path: no numpy
+        return float(value)
+    array = to_numpy(value, what=f"Scalar {tag!r}")
+    if array.size != 1:
+        msg = (
+            f"Scalar {tag!r}: got an array of shape {tuple(array.shape)}. Expected exactly one "
+            "element. Log a reduction such as .mean() or use add_histogram."
+        )
+        raise UsageError(msg)
+    result = array.reshape(()).item()
+    if isinstance(result, complex):
+        msg = f"Scalar {tag!r}: got a complex number. Expected a real number."
+        raise UsageError(msg)
+    return float(result)
+
+
+def encode(
+    tag: str, value: object, *, new_style: bool = False, double_precision: bool = False
+) -> Any:
+    """A ``Summary.Value`` for one scalar.
+
+    Old style (the default, as torch's writer) stores a float32 ``simple_value``; new style
+    stores a scalar tensor (DT_DOUBLE when ``double_precision``) under the ``scalars`` plugin.
+    NaN and ±Inf are kept.
+    """
+    number = to_float(value, tag=tag)
+    if not new_style:
+        return tb.Summary.Value(tag=tag, simple_value=number)
+    if double_precision:
+        tensor = tb.TensorProto(dtype=_DT_DOUBLE, double_val=[number])
+    else:
+        tensor = tb.TensorProto(dtype=_DT_FLOAT, float_val=[number])
+    return tb.Summary.Value(tag=tag, tensor=tensor, metadata=plugin_metadata(PLUGIN_NAME))
+
+
+_DOUBLE = struct.Struct("<d")
+_FLOAT = struct.Struct("<f")
+_ZERO_DOUBLE = bytes(8)
+_VALUE_PREFIX: dict[str, bytes] = {}
+_PREFIX_CACHE_SIZE = 4096
+
+
+def _varint(n: int) -> bytes:
+    n &= 0xFFFFFFFFFFFFFFFF  # negative int64 values take 10 bytes, as protobuf writes them
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _float32(number: float) -> bytes:
+    try:
+        return _FLOAT.pack(number)
+    except OverflowError:  # beyond float32: protobuf stores ±Inf
+        return _FLOAT.pack(math.copysign(math.inf, number))
+
+
+def encode_event(tag: str, number: float, step: int, wall_time: float) -> bytes:
+    """The serialized ``Event(wall_time, step, summary=[Value(tag, simple_value)])``.
+
+    Byte-identical to protobuf's own serialization of that message, about 4x faster to
+    build: the hot path of ``add_scalar``.
+    """
+    prefix = _VALUE_PREFIX.get(tag)
+    if prefix is None:
+        raw = tag.encode("utf-8")
+        prefix = (b"\x0a" + _varint(len(raw)) + raw if raw else b"") + b"\x15"
+        if len(_VALUE_PREFIX) >= _PREFIX_CACHE_SIZE:
+            _VALUE_PREFIX.clear()
+        _VALUE_PREFIX[tag] = prefix
+    value = prefix + _float32(number)
+    summary = b"\x0a" + _varint(len(value)) + value
+    wall = _DOUBLE.pack(wall_time)
+    head = b"" if wall == _ZERO_DOUBLE else b"\x09" + wall
+    if step:
+        head += b"\x10" + _varint(step)
+    return head + b"\x2a" + _varint(len(summary)) + summary

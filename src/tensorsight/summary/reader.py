@@ -1,0 +1,226 @@
+"""Incremental reader of one event file: resumes at its last complete record.
+
+:class:`EventFileReader` remembers the byte offset after the last complete record it read;
+each :meth:`~EventFileReader.read` picks up what was appended since (tail mode). Rules:
+
+* Both CRC-32C checks are on by default; ``check_data_crc=False`` skips the payload CRC
+  (the length CRC is always checked, so framing errors are still caught).
+* A truncated last record is not an error: it is left for the next read.
+* A corrupt record in the middle is skipped: the reader searches forward for the next
+  position holding a valid record, and reports the skipped byte range as a *problem*
+  (a sentence naming the file and offsets) instead of raising.
+* A payload that is not a valid message, or a value whose data does not match its
+  declared layout, is skipped with a problem too.
+
+Scalar events are decoded by the C scanner when it is available (see ``_scan.py``); all
+other events go through protobuf and ``_tbdecode``. :class:`MindSporeFileReader` (in
+``mindspore.py``) reuses the framing with MindSpore's messages.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from tensorsight.errors import SchemaVersionError
+from tensorsight.summary import _fs
+from tensorsight.summary._proto import tb
+from tensorsight.summary._record import masked_crc32c
+from tensorsight.summary._scan import Points, Scanner
+from tensorsight.summary._tbdecode import Item, decode_event
+
+__all__ = ["Batch", "CorruptRecordWarning", "EventFileReader", "iter_events"]
+
+CHUNK_BYTES = 16 << 20
+_HEADER = struct.Struct("<QI")
+
+
+class CorruptRecordWarning(UserWarning):
+    """A record of an event file was skipped (bad CRC, bad message); reading went on."""
+
+
+@dataclass
+class Batch:
+    """What one :meth:`EventFileReader.read` found.
+
+    ``points`` are C-decoded scalars whose ``tag`` ids index ``tag_names``; ``items`` are
+    everything else, in record order; ``problems`` are sentences for skipped data.
+    """
+
+    points: list[Points] = field(default_factory=list)
+    tag_names: list[str] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    records: int = 0
+    bytes_read: int = 0
+
+
+class EventFileReader:
+    """Reads one TensorBoard event file incrementally.
+
+    Args:
+        path: The event file.
+        plugins: Tag -> plugin name map shared by the files of one run (TF2 writers send
+            the plugin metadata with a tag's first value only).
+        check_data_crc: Verify the payload CRC of each record (default on).
+        use_c: ``None`` uses the C scanner when available; ``False`` forces pure Python.
+        chunk_bytes: How much is read at a time (bounds the reader's own memory).
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "events.out.tfevents.1.host")
+        >>> open(path, "wb").close()
+        >>> reader = EventFileReader(path)
+        >>> reader.read().records, reader.offset
+        (0, 0)
+    """
+
+    format = "tensorboard"
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        plugins: dict[str, str] | None = None,
+        check_data_crc: bool = True,
+        use_c: bool | None = None,
+        chunk_bytes: int = CHUNK_BYTES,
+    ) -> None:
+        self.path = path
+        self.plugins = plugins if plugins is not None else {}
+        self.check_data_crc = check_data_crc
+        self.chunk_bytes = chunk_bytes
+        self.offset = 0
+        self.size = 0
+        self.mtime = 0.0
+        self.pending_bytes = 0
+        self.records = 0
+        self.seen_tags: set[tuple[str, str]] = set()
+        self._scanner = Scanner(fast_scalars=self._fast_scalars(), use_c=use_c)
+
+    def _fast_scalars(self) -> bool:
+        return True
+
+    def decode(self, payload: bytes, seq: int) -> list[Item]:
+        """Items of one record payload (subclasses decode other formats)."""
+        event = tb.Event.FromString(payload)
+        return decode_event(event, seq, self.plugins)
+
+    def read(self, sink: Callable[[Batch], None] | None = None) -> Batch:
+        """Read every complete record appended since the last call.
+
+        Args:
+            sink: When given, called with each chunk's batch as soon as it is decoded (so
+                memory stays bounded by one chunk); the returned batch then carries only
+                the totals (``records``, ``bytes_read``, ``problems``).
+
+        Raises:
+            InputFileError: The file cannot be read (permissions, deleted).
+        """
+        total = Batch()
+        info = _fs.stat(self.path)
+        self.mtime = info.mtime
+        if info.size < self.offset:
+            total.problems.append(
+                f"Event file {self.path!r}: shrank from {self.offset} to {info.size} bytes "
+                "(rewritten?); only data appended after the old size will be read."
+            )
+            self.size = info.size
+            return total
+        self.size = info.size
+        while self.offset < info.size:
+            want = min(self.chunk_bytes, info.size - self.offset)
+            buf = _fs.read_range(self.path, self.offset, want)
+            if not buf:
+                break
+            chunk = Batch()
+            consumed = self._scan_buffer(buf, chunk)
+            if consumed == 0:
+                need = self._whole_record_size(buf)
+                if need is not None and len(buf) < need and self.offset + need <= info.size:
+                    buf = _fs.read_range(self.path, self.offset, need)
+                    consumed = self._scan_buffer(buf, chunk)
+            self.offset += consumed
+            chunk.bytes_read = consumed
+            chunk.tag_names = self._scanner.tag_names
+            total.records += chunk.records
+            total.bytes_read += consumed
+            if sink is not None:
+                total.problems.extend(chunk.problems)
+                if chunk.records or chunk.items:
+                    sink(chunk)
+            else:
+                total.points.extend(chunk.points)
+                total.items.extend(chunk.items)
+                total.problems.extend(chunk.problems)
+            if consumed == 0 or len(buf) < want:
+                break  # a truncated last record waits for the writer
+        self.pending_bytes = info.size - self.offset
+        total.tag_names = self._scanner.tag_names
+        return total
+
+    @staticmethod
+    def _whole_record_size(buf: bytes) -> int | None:
+        if len(buf) < 12:
+            return None
+        length, length_crc = _HEADER.unpack_from(buf, 0)
+        if masked_crc32c(buf[:8]) != length_crc:
+            return None
+        return int(length) + 16
+
+    def _scan_buffer(self, buf: bytes, batch: Batch) -> int:
+        out = self._scanner.scan(buf, seq0=self.records, check_data_crc=self.check_data_crc)
+        self.records += out.records
+        batch.records += out.records
+        batch.points.extend(out.points)
+        for start, end in out.bad:
+            where = self.offset + start
+            batch.problems.append(
+                f"Event file {self.path!r}: corrupt record at byte offset {where} "
+                f"(CRC mismatch); skipped {end - start} bytes, resumed at offset "
+                f"{self.offset + end}."
+            )
+        for off, length, seq in out.others:
+            payload = buf[off : off + length]
+            try:
+                batch.items.extend(self.decode(payload, seq))
+            except (DecodeError, ValueError, KeyError, IndexError, TypeError) as exc:
+                if isinstance(exc, SchemaVersionError):
+                    reason = str(exc)
+                else:
+                    reason = f"{type(exc).__name__}: {exc}"
+                batch.problems.append(
+                    f"Event file {self.path!r}: record at byte offset {self.offset + off - 12} "
+                    f"could not be decoded ({reason}); skipped."
+                )
+        return out.consumed
+
+
+def iter_events(path: str, *, check_data_crc: bool = True) -> Any:
+    """Yield each parsed ``Event`` message of a TensorBoard event file (debugging aid).
+
+    Corrupt records are skipped; a truncated last record is ignored.
+    """
+    reader = _RawReader(path, check_data_crc=check_data_crc)
+    reader.read()
+    yield from reader.events
+
+
+class _RawReader(EventFileReader):
+    def __init__(self, path: str, *, check_data_crc: bool) -> None:
+        super().__init__(path, check_data_crc=check_data_crc)
+        self.events: list[Any] = []
+
+    def _fast_scalars(self) -> bool:
+        return False
+
+    def decode(self, payload: bytes, seq: int) -> list[Item]:
+        self.events.append(tb.Event.FromString(payload))
+        return []
+
+
+ReaderFactory = Callable[..., EventFileReader]
