@@ -1,0 +1,116 @@
+"""The rule base class and the context every rule works through.
+
+A rule is one file holding one :class:`MigrationRule` subclass: ``RULE_ID``
+(``"<ruleset>/<kebab-name>"``), ``DESCRIPTION`` and one or more ``leave_<Node>`` hooks.
+All rules of a rule set run in **one** LibCST traversal (the way ruff runs its rules over
+one AST): the :class:`~tensorsight.migrate.transform.ApplyRules` codemod calls each rule's
+hook in rule-set order, children before parents, with the original node (for positions
+and qualified names) and the node updated so far (to build on).
+
+A hook returns the replacement node, or ``None`` to leave the node alone. It reports what
+it found through ``ctx`` (:class:`RuleContext`): :meth:`RuleContext.fix` applies a safe fix
+(or an unsafe one when ``--unsafe-fixes`` is on, else records it as ``manual``);
+:meth:`RuleContext.report` records a site without changing code.
+
+Example:
+    A rule that rewrites ``torch.cuda.is_available()``::
+
+        class ReplaceAvailabilityRule(MigrationRule):
+            RULE_ID = "accelerator/availability"
+            DESCRIPTION = "torch.cuda.is_available() -> torch.accelerator.is_available()"
+
+            def leave_Call(self, original, updated, ctx):
+                if ctx.qname(original.func) != "torch.cuda.is_available":
+                    return None
+                new = updated.with_changes(func=ctx.torch_attr("accelerator.is_available"))
+                return ctx.fix(self, original, new, message="Use torch.accelerator.")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from tensorsight.migrate.transform import RuleContext
+
+__all__ = ["DOCS_BASE", "HOOKS", "MigrationRule", "overrides"]
+
+DOCS_BASE = "https://github.com/tensorsight/tensorsight/blob/main/docs/migrate.md"
+
+
+class MigrationRule:
+    """Base of every migration rule.
+
+    Class attributes:
+        RULE_ID: Stable public id, ``"<ruleset>/<kebab-name>"``; appears in reports.
+        DESCRIPTION: One line for the rule reference and ``--help``.
+        TRIGGERS: Substrings of which at least one must occur in a file for the rule to
+            matter; a file containing none of any rule's triggers is not even parsed.
+    """
+
+    RULE_ID: ClassVar[str] = ""
+    DESCRIPTION: ClassVar[str] = ""
+    TRIGGERS: ClassVar[tuple[str, ...]] = ("cuda",)
+
+    @classmethod
+    def doc_url(cls) -> str:
+        """Link to this rule's section of ``docs/migrate.md``."""
+        return f"{DOCS_BASE}#{cls.RULE_ID.replace('/', '').replace('_', '-')}"
+
+    # Hooks: return a replacement node or None. Only the ones a rule defines are called.
+    def leave_Call(
+        self, original: cst.Call, updated: cst.Call, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit a call (after its children)."""
+        return None
+
+    def leave_Attribute(
+        self, original: cst.Attribute, updated: cst.Attribute, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit an attribute access that is not the callee of a call."""
+        return None
+
+    def leave_Assign(
+        self, original: cst.Assign, updated: cst.Assign, ctx: RuleContext
+    ) -> cst.BaseSmallStatement | None:
+        """Visit an assignment statement (may return another small statement)."""
+        return None
+
+    def leave_Comparison(
+        self, original: cst.Comparison, updated: cst.Comparison, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit a comparison."""
+        return None
+
+    def leave_Subscript(
+        self, original: cst.Subscript, updated: cst.Subscript, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit a subscript such as ``os.environ["CUDA_VISIBLE_DEVICES"]``."""
+        return None
+
+    def leave_Decorator(
+        self, original: cst.Decorator, updated: cst.Decorator, ctx: RuleContext
+    ) -> cst.Decorator | None:
+        """Visit a decorator."""
+        return None
+
+    def leave_Module(self, original: cst.Module, ctx: RuleContext) -> None:
+        """Called once at the end, e.g. to add a side-effect import."""
+
+
+HOOKS: tuple[str, ...] = (
+    "leave_Call",
+    "leave_Attribute",
+    "leave_Assign",
+    "leave_Comparison",
+    "leave_Subscript",
+    "leave_Decorator",
+    "leave_Module",
+)
+
+
+def overrides(rule: MigrationRule, hook: str) -> bool:
+    """Whether ``rule`` defines ``hook`` itself (so the dispatcher may skip the others)."""
+    return getattr(type(rule), hook) is not getattr(MigrationRule, hook)

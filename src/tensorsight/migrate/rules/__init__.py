@@ -1,0 +1,1 @@
+"""Built-in rule sets, one sub-package each (``accelerator``, ``npu``, ``xpu``, ``mps``)."""

@@ -1,0 +1,177 @@
+"""Shared building blocks for table-driven rules (no rule lives here).
+
+:class:`RenameCallRule` rewrites calls listed in a table of :class:`CallRename` entries;
+most accelerator rules are a subclass with a ``TABLE`` from their ``tables.py``.
+:func:`device_expr` converts a CUDA device string in a device slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import libcst as cst
+
+from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.transform import RuleContext
+
+__all__ = ["CallRename", "RenameCallRule", "cuda_string", "device_expr", "keyword"]
+
+
+@dataclass(frozen=True)
+class CallRename:
+    """How to rewrite one call.
+
+    Attributes:
+        new: Name under ``torch`` of the replacement, e.g. ``accelerator.synchronize``.
+        form: ``plain`` (call ``torch.<new>`` with the same arguments), ``module`` (call
+            ``torch.get_device_module(_device).<new>``, which exists on the CPU too),
+            ``guarded`` (``torch.<new>(...) if torch.accelerator.is_available() else
+            <default>``; a whole statement becomes an ``if`` block) or ``ctor`` (pass
+            ``device=_device`` first, for ``torch.Stream``/``torch.Event``).
+        default: For ``guarded``: the value on a machine without an accelerator.
+        note: Extra sentence for the report (semantic drift to know about).
+    """
+
+    new: str
+    form: Literal["plain", "module", "guarded", "ctor"] = "plain"
+    default: str = "None"
+    note: str = ""
+
+
+class RenameCallRule(MigrationRule):
+    """Rewrites every call whose qualified callee is a key of ``TABLE``."""
+
+    TABLE: ClassVar[dict[str, CallRename]] = {}
+
+    def leave_Call(
+        self, original: cst.Call, updated: cst.Call, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        api = ctx.qname(original.func)
+        if api is None or api not in self.TABLE:
+            return None
+        spec = self.TABLE[api]
+        new: cst.BaseExpression
+        shown = f"torch.{spec.new}"
+        if spec.form == "module":
+            shown = f"torch.get_device_module(_device).{spec.new}"
+            dev_mod = cst.Call(
+                func=ctx.torch_attr("get_device_module"), args=[cst.Arg(ctx.device())]
+            )
+            new = updated.with_changes(func=cst.Attribute(value=dev_mod, attr=cst.Name(spec.new)))
+        elif spec.form == "ctor":
+            shown = f"torch.{spec.new}(device=_device)"
+            if any(a.keyword is None for a in updated.args):
+                ctx.report(
+                    self,
+                    original,
+                    status="manual",
+                    api=api,
+                    message=f"Use `{shown}` with the other arguments passed by keyword.",
+                )
+                return None
+            args = list(updated.args)
+            if args:
+                args[-1] = args[-1].with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+            args.append(cst.Arg(ctx.device(), keyword=cst.Name("device"), equal=_EQ))
+            new = updated.with_changes(func=ctx.torch_attr(spec.new), args=args)
+        elif spec.form == "guarded":
+            call = updated.with_changes(func=ctx.torch_attr(spec.new))
+            new = ctx.guarded(call, cst.parse_expression(spec.default))
+            shown += f" (or {spec.default} without an accelerator)"
+        else:
+            new = updated.with_changes(func=ctx.torch_attr(spec.new))
+        message = f"Use the device-neutral `torch.{spec.new}`." + (
+            f" {spec.note}" if spec.note else ""
+        )
+        return ctx.fix(self, original, new, message=message, api=api)
+
+
+_EQ = cst.AssignEqual(
+    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+)
+
+
+def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """A ``name=value`` argument in PEP 8 spacing."""
+    return cst.Arg(value, keyword=cst.Name(name), equal=_EQ)
+
+
+def cuda_string(node: cst.BaseExpression) -> str | None:
+    """The value of a plain string literal that names a CUDA device, else ``None``."""
+    if isinstance(node, cst.SimpleString) and node.prefix.lower() in ("", "u"):
+        value = node.evaluated_value
+        if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
+            return value
+    return None
+
+
+def _index_of(value: str) -> cst.BaseExpression | None:
+    _, _, index = value.partition(":")
+    return cst.Integer(index) if index.isdigit() else None
+
+
+def device_expr(
+    ctx: RuleContext, original: cst.BaseExpression, updated: cst.BaseExpression, *, want: str
+) -> cst.BaseExpression | None:
+    """Convert a CUDA device expression in a device slot, or return ``None``.
+
+    Args:
+        ctx: The rule context.
+        original: The slot's original expression.
+        updated: The slot's expression as updated so far.
+        want: ``"str"`` to keep a string (``"cuda"`` -> ``_device.type``), ``"device"``
+            for a ``torch.device`` (``"cuda:1"`` -> ``torch.device(_device.type, 1)``).
+
+    Handles ``"cuda"``, ``"cuda:N"``, ``f"cuda:{i}"`` and ``"cuda" if <cond> else "cpu"``
+    (simplified to the prologue device when ``<cond>`` is ``torch.cuda.is_available()``).
+    """
+    value = cuda_string(original)
+    if value is not None:
+        index = _index_of(value)
+        if index is None:
+            return ctx.device() if want == "device" else ctx.device_type()
+        if want == "device":
+            return ctx.indexed_device(index)
+        return _fstring(ctx, [cst.FormattedStringText(value[4:])])
+    if isinstance(original, cst.FormattedString) and isinstance(updated, cst.FormattedString):
+        parts = list(updated.parts)
+        first = parts[0] if parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda:"):
+            rest = [cst.FormattedStringText(first.value[4:]), *parts[1:]]
+            if (
+                want == "device"
+                and len(parts) == 2
+                and first.value == "cuda:"
+                and isinstance(parts[1], cst.FormattedStringExpression)
+                and parts[1].conversion is None
+                and parts[1].format_spec is None
+            ):
+                return ctx.indexed_device(parts[1].expression)
+            return _fstring(ctx, rest, start=updated.start, end=updated.end)
+        return None
+    if isinstance(original, cst.IfExp) and isinstance(updated, cst.IfExp):
+        body = cuda_string(original.body)
+        other = original.orelse
+        if body != "cuda" or not (
+            isinstance(other, cst.SimpleString) and other.evaluated_value == "cpu"
+        ):
+            return None
+        if ctx.qname(
+            original.test.func if isinstance(original.test, cst.Call) else original.test
+        ) in ("torch.cuda.is_available",):
+            return ctx.device() if want == "device" else ctx.device_type()
+        return updated.with_changes(body=ctx.device_type())
+    return None
+
+
+def _fstring(
+    ctx: RuleContext,
+    rest: list[cst.BaseFormattedStringContent],
+    start: str = 'f"',
+    end: Literal['"', "'", '"""', "'''"] = '"',
+) -> cst.FormattedString:
+    head = cst.FormattedStringExpression(expression=ctx.device_type())
+    return cst.FormattedString(parts=[head, *rest], start=start, end=end)

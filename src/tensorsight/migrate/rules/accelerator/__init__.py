@@ -1,0 +1,66 @@
+"""Target ``accelerator`` (the default): device-neutral PyTorch that runs on whatever
+accelerator PyTorch finds, and on the CPU when there is none.
+
+The rules, in application order, are ``RULES``; vendor targets (npu, xpu, mps) extend them.
+"""
+
+from __future__ import annotations
+
+from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rules.accelerator.autocast import ReplaceAutocastRule
+from tensorsight.migrate.rules.accelerator.availability import ReplaceAvailabilityRule
+from tensorsight.migrate.rules.accelerator.backend_knobs import ReplaceBackendKnobsRule
+from tensorsight.migrate.rules.accelerator.cuda_method import ReplaceCudaMethodRule
+from tensorsight.migrate.rules.accelerator.current_device import ReplaceCurrentDeviceRule
+from tensorsight.migrate.rules.accelerator.custom_fwd import ReplaceCustomFwdRule
+from tensorsight.migrate.rules.accelerator.device_strings import ReplaceDeviceStringsRule
+from tensorsight.migrate.rules.accelerator.distributed_backend import (
+    ReplaceDistributedBackendRule,
+)
+from tensorsight.migrate.rules.accelerator.grad_scaler import ReplaceGradScalerRule
+from tensorsight.migrate.rules.accelerator.is_cuda import ReplaceIsCudaRule
+from tensorsight.migrate.rules.accelerator.map_location import ReplaceMapLocationRule
+from tensorsight.migrate.rules.accelerator.memory import ReplaceMemoryQueriesRule
+from tensorsight.migrate.rules.accelerator.nvtx import ReplaceNvtxRule
+from tensorsight.migrate.rules.accelerator.pin_memory import ReplacePinMemoryRule
+from tensorsight.migrate.rules.accelerator.seeding import ReplaceSeedingRule
+from tensorsight.migrate.rules.accelerator.synchronize import ReplaceSynchronizeRule
+from tensorsight.migrate.rules.accelerator.to_index import ReplaceDeviceIndexRule
+from tensorsight.migrate.rules.accelerator.triton import ReportTritonKernelsRule
+from tensorsight.migrate.rules.accelerator.typed_tensors import ReplaceTypedTensorsRule
+from tensorsight.migrate.rules.accelerator.unmapped import ReportUnmappedCudaRule
+from tensorsight.migrate.rules.accelerator.unsupported import ReportUnsupportedRule
+from tensorsight.migrate.rulesets import RuleSet
+
+__all__ = ["RULES", "RULESET"]
+
+RULES: tuple[type[MigrationRule], ...] = (
+    ReplaceAvailabilityRule,
+    ReplaceCurrentDeviceRule,
+    ReplaceSynchronizeRule,
+    ReplaceMemoryQueriesRule,
+    ReplaceSeedingRule,
+    ReplaceDeviceStringsRule,
+    ReplaceDeviceIndexRule,
+    ReplaceCudaMethodRule,
+    ReplaceAutocastRule,
+    ReplaceGradScalerRule,
+    ReplaceCustomFwdRule,
+    ReplaceDistributedBackendRule,
+    ReplaceMapLocationRule,
+    ReplacePinMemoryRule,
+    ReplaceTypedTensorsRule,
+    ReplaceBackendKnobsRule,
+    ReplaceNvtxRule,
+    ReplaceIsCudaRule,
+    ReportUnsupportedRule,
+    ReportTritonKernelsRule,
+    ReportUnmappedCudaRule,
+)
+
+RULESET = RuleSet(
+    name="accelerator",
+    version="1",
+    description="Device-neutral PyTorch: any accelerator PyTorch finds, else the CPU.",
+    rules=RULES,
+)

@@ -1,0 +1,59 @@
+"""``accelerator/custom-fwd``: ``torch.cuda.amp.custom_fwd/custom_bwd`` -> ``torch.amp.*``.
+
+Example::
+
+    @torch.cuda.amp.custom_fwd                  @torch.amp.custom_fwd(device_type=_device.type)
+    @custom_fwd(cast_inputs=torch.float32)      @torch.amp.custom_fwd(device_type=_device.type,
+                                                                      cast_inputs=torch.float32)
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rules._base import keyword
+from tensorsight.migrate.transform import RuleContext
+
+RULE_ID = "accelerator/custom-fwd"
+DESCRIPTION = "torch.cuda.amp.custom_fwd/bwd -> torch.amp.custom_fwd/bwd(device_type=_device.type)."
+
+_NEW = {
+    "torch.cuda.amp.custom_fwd": "amp.custom_fwd",
+    "torch.cuda.amp.custom_bwd": "amp.custom_bwd",
+}
+
+
+class ReplaceCustomFwdRule(MigrationRule):
+    """Rewrites the AMP decorators of custom autograd functions."""
+
+    RULE_ID = RULE_ID
+    DESCRIPTION = DESCRIPTION
+
+    def leave_Decorator(
+        self, original: cst.Decorator, updated: cst.Decorator, ctx: RuleContext
+    ) -> cst.Decorator | None:
+        deco = original.decorator
+        func = deco.func if isinstance(deco, cst.Call) else deco
+        api = ctx.qname(func)
+        if api not in _NEW:
+            return None
+        device = keyword("device_type", ctx.device_type())
+        if isinstance(updated.decorator, cst.Call):
+            old_args = list(updated.decorator.args)
+            args = (
+                [
+                    device.with_changes(
+                        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                    ),
+                    *old_args,
+                ]
+                if old_args
+                else [device]
+            )
+            call = updated.decorator.with_changes(func=ctx.torch_attr(_NEW[api]), args=args)
+        else:
+            call = cst.Call(func=ctx.torch_attr(_NEW[api]), args=[device])
+        return ctx.fix(
+            self, original, updated.with_changes(decorator=call), message="Use torch.amp.", api=api
+        )

@@ -1,0 +1,95 @@
+"""``accelerator/map-location``: ``torch.load(..., map_location="cuda")`` -> the prologue device.
+
+Example::
+
+    torch.load(path, map_location="cuda:0")     torch.load(path, map_location=_device)
+    torch.load(path, map_location=lambda s, l: s.cuda())   # manual: use map_location=_device
+
+Checkpoints saved on CUDA and loaded without ``map_location`` fail on a machine without
+CUDA; such calls get ``map_location=_device`` added.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rules._base import cuda_string, device_expr, keyword
+from tensorsight.migrate.transform import RuleContext
+
+RULE_ID = "accelerator/map-location"
+DESCRIPTION = "torch.load map_location='cuda...' (or none) -> map_location=_device."
+
+
+class ReplaceMapLocationRule(MigrationRule):
+    """Makes checkpoint loading land on the prologue device."""
+
+    RULE_ID = RULE_ID
+    DESCRIPTION = DESCRIPTION
+    TRIGGERS = ("torch.load", "load(")
+
+    def leave_Call(
+        self, original: cst.Call, updated: cst.Call, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        if ctx.qname(original.func) != "torch.load":
+            return None
+        if len(original.args) != len(updated.args):
+            return None  # an earlier rule changed the arguments
+        for i, arg in enumerate(original.args):
+            if arg.keyword is None or arg.keyword.value != "map_location":
+                continue
+            if isinstance(arg.value, cst.Lambda):
+                ctx.report(
+                    self,
+                    arg.value,
+                    status="manual",
+                    api="torch.load(map_location=lambda)",
+                    message="Replace the lambda with `map_location=_device` (the prologue device).",
+                )
+                return None
+            value = device_expr(ctx, arg.value, updated.args[i].value, want="device")
+            if value is None:
+                return None
+            index = _index(arg.value)
+            message = "Load onto the prologue device."
+            if index is not None:
+                # torch.load cannot restore to "cpu:0": map to the device, not an index.
+                ctx.discard(value)
+                value = ctx.device()
+                message += f" The index {index} is dropped (tensors land on the current device)."
+            fixed = ctx.fix(
+                self,
+                arg.value,
+                value,
+                message=message,
+                api="torch.load(map_location)",
+                safety="safe" if index in (None, "0") else "unsafe",
+                why_unsafe="the checkpoint was mapped to a device other than the first one",
+            )
+            args = list(updated.args)
+            args[i] = args[i].with_changes(value=fixed)
+            return updated.with_changes(args=args)
+        if len(original.args) >= 2 and original.args[1].keyword is None:
+            return None  # map_location given positionally and not a CUDA string we know
+        args = list(updated.args)
+        if args:
+            args[-1] = args[-1].with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+        new = updated.with_changes(args=[*args, keyword("map_location", ctx.device())])
+        return ctx.fix(
+            self,
+            original,
+            new,
+            message="Checkpoints saved on CUDA load onto the prologue device.",
+            api="torch.load",
+        )
+
+
+def _index(node: cst.BaseExpression) -> str | None:
+    value = cuda_string(node)
+    if value is not None and ":" in value:
+        return value.partition(":")[2]
+    if isinstance(node, cst.FormattedString):
+        return "{...}"
+    return None

@@ -1,0 +1,39 @@
+"""``accelerator/nvtx``: NVTX ranges -> ``torch.profiler.record_function``.
+
+Example::
+
+    with torch.cuda.nvtx.range("fwd"):          with torch.profiler.record_function("fwd"):
+    torch.cuda.nvtx.range_push("fwd")           (manual: wrap the region in record_function)
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rules.accelerator.tables import NVTX, NVTX_MANUAL
+from tensorsight.migrate.transform import RuleContext
+
+RULE_ID = "accelerator/nvtx"
+DESCRIPTION = "torch.cuda.nvtx.range -> torch.profiler.record_function; push/pop reported."
+
+
+class ReplaceNvtxRule(MigrationRule):
+    """Rewrites NVTX range context managers; reports push/pop pairs."""
+
+    RULE_ID = RULE_ID
+    DESCRIPTION = DESCRIPTION
+    TRIGGERS = ("nvtx",)
+
+    def leave_Call(
+        self, original: cst.Call, updated: cst.Call, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        api = ctx.qname(original.func)
+        if api in NVTX:
+            new = updated.with_changes(func=ctx.torch_attr(NVTX[api]))
+            return ctx.fix(
+                self, original, new, message="Profiler ranges that work on every device."
+            )
+        if api in NVTX_MANUAL:
+            ctx.report(self, original, status="manual", message=NVTX_MANUAL[api])
+        return None

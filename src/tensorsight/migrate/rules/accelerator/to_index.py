@@ -1,0 +1,69 @@
+"""``accelerator/to-index``: integer device indices in device slots.
+
+``.to(0)`` and ``device=0`` mean "CUDA device 0"; the fix names the device type.
+``.to(local_rank)`` (a name that looks like a device index) is an unsafe fix: the same
+call with a dtype or device variable must not change.
+
+Example::
+
+    x.to(0)                 x.to(torch.device(_device.type, 0))
+    x.to(local_rank)        x.to(torch.device(_device.type, local_rank))   # unsafe
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tensorsight.migrate.model import Safety
+from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
+from tensorsight.migrate.transform import RuleContext
+
+RULE_ID = "accelerator/to-index"
+DESCRIPTION = "x.to(int) and device=int -> torch.device(_device.type, int)."
+
+
+class ReplaceDeviceIndexRule(MigrationRule):
+    """Rewrites integer device indices passed where a device is expected."""
+
+    RULE_ID = RULE_ID
+    DESCRIPTION = DESCRIPTION
+    TRIGGERS = ("to(", "device")
+
+    def leave_Call(
+        self, original: cst.Call, updated: cst.Call, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        if len(original.args) != len(updated.args):
+            return None  # an earlier rule changed the arguments; it owns this call
+        is_to = isinstance(original.func, cst.Attribute) and original.func.attr.value == "to"
+        args = list(updated.args)
+        changed = False
+        for i, (old, new) in enumerate(zip(original.args, updated.args, strict=True)):
+            name = old.keyword.value if old.keyword is not None else None
+            if not ((is_to and i == 0 and name is None) or name == "device"):
+                continue
+            value = old.value
+            safety: Safety
+            if isinstance(value, cst.Integer):
+                safety = "safe"
+            elif isinstance(value, cst.Name | cst.Attribute) and _looks_like_index(value):
+                safety = "unsafe"
+            else:
+                continue
+            fixed = ctx.fix(
+                self,
+                old.value,
+                ctx.indexed_device(new.value),
+                message="An integer device means a CUDA device; name the device type.",
+                api=".to(int)" if name is None else "device=int",
+                safety=safety,
+                why_unsafe="the variable may hold a dtype or a device rather than an index",
+            )
+            args[i] = new.with_changes(value=fixed)
+            changed = True
+        return updated.with_changes(args=args) if changed else None
+
+
+def _looks_like_index(node: cst.Name | cst.Attribute) -> bool:
+    name = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
+    return any(hint in name for hint in INDEX_NAME_HINTS)

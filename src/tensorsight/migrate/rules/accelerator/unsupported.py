@@ -1,0 +1,30 @@
+"""``accelerator/unsupported``: CUDA-only APIs with no device-neutral form (CUDA graphs,
+device properties, CUDA RNG state), each reported with concrete advice.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rules.accelerator.tables import UNSUPPORTED
+from tensorsight.migrate.transform import RuleContext
+
+RULE_ID = "accelerator/unsupported"
+DESCRIPTION = "CUDA graphs, device properties, CUDA RNG state: reported with advice."
+
+
+class ReportUnsupportedRule(MigrationRule):
+    """Reports calls listed in ``tables.UNSUPPORTED``."""
+
+    RULE_ID = RULE_ID
+    DESCRIPTION = DESCRIPTION
+
+    def leave_Call(
+        self, original: cst.Call, updated: cst.Call, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        api = ctx.qname(original.func)
+        if api in UNSUPPORTED:
+            status, message = UNSUPPORTED[api]
+            ctx.report(self, original, status=status, message=message, api=api)
+        return None

@@ -1,0 +1,185 @@
+"""Apply a rule set to many files, in parallel, one :data:`~.model.FileResult` each.
+
+Like LibCST's ``_runner.py``, the runner never raises for one file: a file that cannot be
+read, decoded or parsed becomes a :class:`~.model.Failed` result with one sentence naming
+the cause, and the other files go on.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tokenize
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import libcst as cst
+
+from tensorsight.migrate.model import Changed, Failed, FileResult, Skipped, Unchanged
+from tensorsight.migrate.rulesets import RuleSet, load_ruleset
+from tensorsight.migrate.selfcheck import check_introduced
+from tensorsight.migrate.source import migrate_source
+
+__all__ = ["SOURCE_SUFFIXES", "Job", "discover", "migrate_file", "run_jobs"]
+
+#: Non-Python sources that are listed for review (never rewritten).
+SOURCE_SUFFIXES = {
+    ".cu": "CUDA C++ source",
+    ".cuh": "CUDA C++ header",
+    ".cpp": "C++ source (may hold CUDA extensions)",
+    ".cc": "C++ source (may hold CUDA extensions)",
+    ".cxx": "C++ source (may hold CUDA extensions)",
+}
+_SKIP_DIRS = {"__pycache__", "node_modules", "site-packages", "build", "dist"}
+_CHUNK = 8
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file to migrate: its absolute path and its path relative to the root."""
+
+    path: str
+    rel: str
+
+
+def discover(root: Path) -> tuple[list[Job], list[Skipped]]:
+    """All ``.py`` files under ``root`` (or ``root`` itself), plus listed native sources.
+
+    Hidden folders, virtual environments and build output are skipped; folder symlinks are
+    not followed (so symlink loops cannot recurse).
+    """
+    if root.is_file():
+        return [Job(str(root), root.name)], []
+    jobs: list[Job] = []
+    listed: list[Skipped] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and d not in _SKIP_DIRS
+            and not (Path(dirpath, d) / "pyvenv.cfg").exists()
+        )
+        for name in sorted(filenames):
+            path = Path(dirpath, name)
+            rel = path.relative_to(root).as_posix()
+            suffix = path.suffix.lower()
+            if suffix == ".py":
+                jobs.append(Job(str(path), rel))
+            elif suffix in SOURCE_SUFFIXES:
+                listed.append(
+                    Skipped(rel, f"{SOURCE_SUFFIXES[suffix]}: listed for review, not rewritten.")
+                )
+    return jobs, listed
+
+
+def _decode(data: bytes) -> tuple[str, str]:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+        data = data.removeprefix(b"\xef\xbb\xbf")
+    return data.decode(encoding), encoding
+
+
+@lru_cache(maxsize=8)
+def _ruleset(name: str) -> RuleSet:
+    return load_ruleset(name)
+
+
+def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
+    """Migrate one file; never raises (errors become :class:`Failed`)."""
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return Failed(job.rel, f"cannot be read: {reason}.")
+    try:
+        code, encoding = _decode(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        detail = ""
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            detail = f" at byte {exc.start}"
+        return Failed(
+            job.rel,
+            f"is not valid UTF-8 (or its declared encoding){detail}; save it as UTF-8 and retry.",
+        )
+    ruleset = _ruleset(target)
+    if not code.strip() or not any(t in code for t in ruleset.triggers):
+        return Unchanged(job.rel)
+    try:
+        result = migrate_source(
+            code, ruleset.instantiate(), path=job.rel, unsafe_fixes=unsafe_fixes, target=target
+        )
+    except cst.ParserSyntaxError as exc:
+        return Failed(
+            job.rel,
+            f"has a syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: "
+            f"{exc.message.splitlines()[0]}",
+        )
+    except RecursionError:
+        return Failed(job.rel, "is nested too deeply to parse.")
+    except Exception as exc:  # a rule bug must not stop the other files
+        return Failed(job.rel, f"internal error, please report it: {type(exc).__name__}: {exc}")
+    if result.new_code == code:
+        return Unchanged(job.rel, result.sites)
+    problems = check_introduced(
+        code,
+        result.new_code,
+        filename=job.rel,
+        allowed_imports=ruleset.side_effect_imports,
+        touched=result.touched,
+    )
+    return Changed(job.rel, result.sites, code, result.new_code, problems, encoding)
+
+
+def _run_chunk(chunk: Sequence[Job], target: str, unsafe_fixes: bool) -> list[FileResult]:
+    return [migrate_file(job, target, unsafe_fixes) for job in chunk]
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    target: str,
+    *,
+    unsafe_fixes: bool = False,
+    workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[FileResult]:
+    """Migrate ``jobs``, in parallel processes when there are enough files.
+
+    Args:
+        jobs: Files to migrate.
+        target: Rule-set name.
+        unsafe_fixes: Apply unsafe fixes.
+        workers: Processes to use; ``None`` means one per CPU, ``1`` runs in this process.
+        progress: Called with the number of files just finished.
+
+    Returns:
+        One result per job, in the order of ``jobs``.
+    """
+    workers = workers or os.cpu_count() or 1
+    if workers <= 1 or len(jobs) <= _CHUNK:
+        out = []
+        for job in jobs:
+            out.append(migrate_file(job, target, unsafe_fixes))
+            if progress is not None:
+                progress(1)
+        return out
+    chunks = [jobs[i : i + _CHUNK] for i in range(0, len(jobs), _CHUNK)]
+    results: list[FileResult] = []
+    with ProcessPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
+        for chunk_results in pool.map(
+            _run_chunk, chunks, _repeat(target, len(chunks)), _repeat(unsafe_fixes, len(chunks))
+        ):
+            results.extend(chunk_results)
+            if progress is not None:
+                progress(len(chunk_results))
+    return results
+
+
+def _repeat(value: object, n: int) -> Iterable[object]:
+    return [value] * n

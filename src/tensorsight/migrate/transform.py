@@ -1,0 +1,478 @@
+"""The single LibCST traversal that applies a rule set, and the context rules work through.
+
+:class:`ApplyRules` calls every rule's hooks in rule-set order (children before parents);
+:class:`RuleContext` is what a rule sees: alias resolution, node builders for the device
+prologue, and :meth:`RuleContext.fix` / :meth:`RuleContext.report` to record findings.
+:mod:`.source` drives it over a file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+import libcst as cst
+
+from tensorsight.migrate._resolve import ModuleFacts, dotted_name
+from tensorsight.migrate.model import Safety, Status
+from tensorsight.migrate.rule import HOOKS, MigrationRule, overrides
+
+__all__ = [
+    "PROLOGUE_COMMENT",
+    "ApplyRules",
+    "RuleContext",
+    "attr_chain",
+    "code_of",
+    "prologue_line",
+]
+
+PROLOGUE_COMMENT = (
+    "# tensorsight migrate: the accelerator PyTorch finds (CUDA, NPU, XPU, MPS, ...), else the CPU."
+)
+_EMPTY = cst.Module(body=[])
+_N = TypeVar("_N", bound=cst.CSTNode)
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """Source text of one node."""
+    return _EMPTY.code_for_node(node)
+
+
+def attr_chain(dotted: str) -> cst.Name | cst.Attribute:
+    """Build ``a.b.c`` as a LibCST expression."""
+    first, *rest = dotted.split(".")
+    expr: cst.Name | cst.Attribute = cst.Name(first)
+    for part in rest:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+@dataclass
+class _Finding:
+    rule: type[MigrationRule]
+    node: cst.CSTNode
+    api: str
+    status: Status
+    safety: Safety
+    message: str
+    top: int = -1
+
+
+class RuleContext:
+    """What a rule can ask and do while it visits one module.
+
+    Rules never touch files or print; they build nodes with the helpers below and record
+    what they did with :meth:`fix` and :meth:`report`.
+    """
+
+    def __init__(self, facts: ModuleFacts, *, unsafe_fixes: bool, target: str) -> None:
+        self.facts = facts
+        self.unsafe_fixes = unsafe_fixes
+        self.target = target
+        self.findings: list[_Finding] = []
+        self.need_device = False
+        self.need_torch = False
+        self.imports_to_add: list[tuple[str, str | None]] = []
+        self.releases: list[cst.CSTNode] = []
+        self.added: list[cst.CSTNode] = []
+        self.guards: set[int] = set()
+        self._claimed: set[int] = set()
+        self._weak: list[_Finding] = []
+        self.device_name = _unique("_device", facts.names)
+        self.current_top = -1  # index of the top-level statement being visited
+        self._device_refs = 0
+        self._torch_refs = 0
+        module_alias = next(
+            (
+                name
+                for name, b in facts.bindings.items()
+                if b.qualified == "torch"
+                and b.module == "torch"
+                and name in facts.module_level_imports
+            ),
+            None,
+        )
+        torch = facts.bindings.get("torch")
+        imported_locally = (
+            torch is not None and torch.qualified == "torch" and torch.module == "torch"
+        )
+        # Expressions use the module-level alias, else the `torch` that functions import
+        # locally; the module-level prologue needs a module-level binding.
+        self._torch = module_alias or ("torch" if imported_locally else None)
+        self.torch_at_module_level = module_alias is not None
+
+    # ---------------------------------------------------------------- questions
+    def qname(self, node: cst.CSTNode) -> str | None:
+        """Fully qualified name of a Name/Attribute chain after alias resolution."""
+        name = dotted_name(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        bound = self.facts.bindings.get(root)
+        if bound is None:
+            return None
+        return bound.qualified + ("." + rest if rest else "")
+
+    def is_torch_value(self, node: cst.BaseExpression) -> bool:
+        """Whether ``node`` is known to be a tensor or module (its ``.cuda()`` is safe)."""
+        if isinstance(node, cst.Name):
+            return node.value in self.facts.torch_values
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value in self.facts.torch_values:
+                return False
+            qualified = self.qname(node.func)
+            if qualified is not None:
+                return not qualified.startswith("torch.cuda.")
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "float"):
+                return self.is_torch_value(node.func.value)
+        return False
+
+    def is_claimed(self, node: cst.CSTNode) -> bool:
+        """Whether an earlier rule already reported ``node``."""
+        return id(node) in self._claimed
+
+    # ---------------------------------------------------------------- node builders
+    def torch_attr(self, dotted: str) -> cst.Name | cst.Attribute:
+        """``torch.<dotted>`` spelled with the module's own alias (``T.accelerator...``)."""
+        if self._torch is None:
+            self.need_torch = True
+            self._torch_refs += 1
+        return attr_chain(f"{self._torch or 'torch'}.{dotted}")
+
+    def device(self) -> cst.Name:
+        """The prologue's device object (``_device``); adds the prologue."""
+        self.need_device = True
+        self._device_refs += 1
+        return cst.Name(self.device_name)
+
+    def device_type(self) -> cst.Attribute:
+        """``_device.type``: the device string (``"cuda"``, ``"npu"``, ``"cpu"``...)."""
+        return cst.Attribute(value=self.device(), attr=cst.Name("type"))
+
+    def indexed_device(self, index: cst.BaseExpression) -> cst.Call:
+        """``torch.device(_device.type, index)``."""
+        return cst.Call(
+            func=self.torch_attr("device"),
+            args=[cst.Arg(self.device_type()), cst.Arg(index)],
+        )
+
+    def guarded(self, expr: cst.BaseExpression, default: cst.BaseExpression) -> cst.IfExp:
+        """``expr if torch.accelerator.is_available() else default``.
+
+        Used for accelerator-only calls (memory queries, ``set_device_index``) so that the
+        code still runs on the CPU; as a whole statement with ``default`` ``None`` it
+        becomes an ``if`` block.
+        """
+        test = cst.Call(func=self.torch_attr("accelerator.is_available"))
+        node = cst.IfExp(
+            test=test, body=expr, orelse=default, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
+        )
+        self.guards.add(id(node))
+        return node
+
+    def discard(self, node: cst.CSTNode | str) -> None:
+        """Forget a built node that will not be used (so it adds no prologue or import)."""
+        code = node if isinstance(node, str) else code_of(node)
+        self._device_refs -= len(re.findall(rf"\b{self.device_name}\b", code))
+        if self._torch is None:
+            self._torch_refs -= len(re.findall(r"\btorch\b", code))
+
+    def add_import(self, module: str, obj: str | None = None) -> None:
+        """Add ``import module`` / ``from module import obj`` unless already there."""
+        self.imports_to_add.append((module, obj))
+
+    # ---------------------------------------------------------------- recording
+    def fix(
+        self,
+        rule: MigrationRule,
+        original: cst.CSTNode,
+        replacement: _N,
+        *,
+        message: str,
+        updated: _N | None = None,
+        api: str | None = None,
+        safety: Safety = "safe",
+        why_unsafe: str = "",
+    ) -> _N:
+        """Apply (or, for an unsafe fix without ``--unsafe-fixes``, only report) a fix.
+
+        Args:
+            rule: The rule making the fix.
+            original: The original node (position and import clean-up come from it).
+            replacement: The new node.
+            message: What the fix does, e.g. "Use the device-neutral accelerator API.".
+            updated: The node as updated so far, returned when the fix is not applied.
+            api: The fully qualified API (defaults to the qualified name of the callee).
+            safety: ``safe`` or ``unsafe``.
+            why_unsafe: For unsafe fixes, why the fix may change behaviour.
+
+        Returns:
+            The node to put in the tree: ``replacement`` when applied, else ``updated``
+            (or ``original``).
+        """
+        new_code = code_of(replacement)
+        api = api or self._api_of(original)
+        if safety == "safe" or self.unsafe_fixes:
+            note = f" (unsafe fix: {why_unsafe})" if safety == "unsafe" else ""
+            self._record(
+                rule, original, api, "rewritten", safety, f"{message} Now: `{new_code}`{note}."
+            )
+            self.releases.append(original)
+            self.added.append(replacement)
+            return replacement
+        self.discard(new_code)
+        text = (
+            f"{message} Unsafe fix, not applied because {why_unsafe}: `{new_code}`; "
+            "apply it by hand or pass --unsafe-fixes."
+        )
+        self._record(rule, original, api, "manual", "unsafe", text)
+        return updated if updated is not None else cast(_N, original)
+
+    def report(
+        self,
+        rule: MigrationRule,
+        original: cst.CSTNode,
+        *,
+        status: Status,
+        message: str,
+        api: str | None = None,
+        safety: Safety = "none",
+        weak: bool = False,
+    ) -> None:
+        """Record a site without changing code (manual, unsupported, kept or a warning).
+
+        A ``weak`` report is dropped when a later (enclosing) node's rule claims the node
+        with :meth:`claim` or reports the node itself, so that a fix of the whole call does
+        not also list its parts.
+        """
+        if weak:
+            api = api or self._api_of(original)
+            self._weak.append(
+                _Finding(type(rule), original, api, status, safety, message, self.current_top)
+            )
+            return
+        self._record(rule, original, api or self._api_of(original), status, safety, message)
+
+    def claim(self, node: cst.CSTNode) -> None:
+        """Mark ``node`` as handled, which drops weak reports about it."""
+        self._claimed.add(id(node))
+
+    def all_findings(self) -> list[_Finding]:
+        """Findings in recording order, weak ones only when nobody claimed their node."""
+        return self.findings + [f for f in self._weak if id(f.node) not in self._claimed]
+
+    def _api_of(self, node: cst.CSTNode) -> str:
+        target = node.func if isinstance(node, cst.Call) else node
+        return self.qname(target) or dotted_name(target) or type(node).__name__
+
+    def _record(
+        self,
+        rule: MigrationRule,
+        node: cst.CSTNode,
+        api: str,
+        status: Status,
+        safety: Safety,
+        message: str,
+    ) -> None:
+        self._claimed.add(id(node))
+        top = -1 if isinstance(node, cst.Module) else self.current_top
+        self.findings.append(_Finding(type(rule), node, api, status, safety, message, top))
+
+
+def _unique(base: str, taken: frozenset[str]) -> str:
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+class ApplyRules(cst.CSTTransformer):
+    """The single traversal that runs every rule's hooks (children before parents)."""
+
+    def __init__(
+        self,
+        rules: Sequence[MigrationRule],
+        ctx: RuleContext,
+        *,
+        tops: dict[int, int] | None = None,
+        skip: set[int] | None = None,
+        finalize: bool = True,
+    ) -> None:
+        super().__init__()
+        self._finalize = finalize
+        self.ctx = ctx
+        self.rules = rules
+        self._tops = tops or {}
+        self._skip = skip or set()
+        self._hooks = {h: [r for r in rules if overrides(r, h)] for h in HOOKS}
+        self._callee: set[int] = set()
+
+    def _chain(self, hook: str, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        kind = type(updated)
+        for rule in self._hooks[hook]:
+            result = getattr(rule, hook)(original, updated, self.ctx)
+            if result is not None:
+                updated = result
+                if type(updated) is not kind:
+                    break
+        return updated
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        top = self._tops.get(id(node))
+        if top is not None:
+            if id(node) in self._skip:
+                return False  # no trigger word in this statement: not visited, not rebuilt
+            self.ctx.current_top = top
+        return super().on_visit(node)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # module names are not API uses; import clean-up handles them
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._callee.add(id(node.func))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._callee.add(id(node.value))  # an inner part of a longer chain
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        return self._chain("leave_Call", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        if id(original_node) in self._callee:
+            return updated_node
+        return self._chain("leave_Attribute", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_Assign(
+        self, original_node: cst.Assign, updated_node: cst.Assign
+    ) -> cst.BaseSmallStatement:
+        if id(updated_node.value) in self.ctx.guards:  # `x = a if c else 0` needs no parens
+            updated_node = updated_node.with_changes(value=_bare(updated_node.value))
+        return self._chain("leave_Assign", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        if updated_node.value is not None and id(updated_node.value) in self.ctx.guards:
+            return updated_node.with_changes(value=_bare(updated_node.value))
+        return updated_node
+
+    def leave_Comparison(
+        self, original_node: cst.Comparison, updated_node: cst.Comparison
+    ) -> cst.BaseExpression:
+        return self._chain("leave_Comparison", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_Subscript(
+        self, original_node: cst.Subscript, updated_node: cst.Subscript
+    ) -> cst.BaseExpression:
+        return self._chain("leave_Subscript", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_Decorator(
+        self, original_node: cst.Decorator, updated_node: cst.Decorator
+    ) -> cst.Decorator:
+        return self._chain("leave_Decorator", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.BaseStatement:
+        body = updated_node.body
+        if len(body) != 1 or not isinstance(body[0], cst.Expr):
+            return updated_node
+        value = body[0].value
+        if (
+            id(value) not in self.ctx.guards
+            or not isinstance(value, cst.IfExp)
+            or not (isinstance(value.orelse, cst.Name) and value.orelse.value == "None")
+        ):
+            return updated_node
+        inner = cst.SimpleStatementLine(
+            body=[cst.Expr(value.body)], trailing_whitespace=updated_node.trailing_whitespace
+        )
+        return cst.If(
+            test=value.test,
+            body=cst.IndentedBlock(body=[inner]),
+            leading_lines=updated_node.leading_lines,
+        )
+
+    def finish(self, original_node: cst.Module) -> None:
+        """Run the rules' ``leave_Module`` hooks and decide on the prologue and imports."""
+        for rule in self._hooks["leave_Module"]:
+            rule.leave_Module(original_node, self.ctx)
+        ctx = self.ctx
+        ctx.need_device = ctx._device_refs > 0
+        ctx.need_torch = ctx._torch_refs > 0 and ctx._torch is None
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if not self._finalize:
+            return updated_node
+        self.finish(original_node)
+        ctx = self.ctx
+        if not (ctx.need_device or ctx.need_torch or ctx.imports_to_add):
+            return updated_node
+        body: list[cst.BaseStatement] = list(updated_node.body)
+        new: list[cst.BaseStatement] = []
+        if ctx.need_torch or (ctx.need_device and not ctx.torch_at_module_level):
+            new.append(_import_line("torch"))
+            ctx._torch = ctx._torch or "torch"
+        for module, _ in ctx.imports_to_add:
+            if module not in ctx.facts.names:
+                new.append(_import_line(module))
+        if ctx.need_device:
+            stmt = cst.parse_statement(prologue_line(ctx) + "\n")
+            comment = cst.EmptyLine(comment=cst.Comment(PROLOGUE_COMMENT))
+            new.append(stmt.with_changes(leading_lines=[cst.EmptyLine(), comment]))
+        if not new:
+            return updated_node
+        at = _prologue_index(body, ctx)
+        return updated_node.with_changes(body=[*body[:at], *new, *body[at:]])
+
+
+def prologue_line(ctx: RuleContext) -> str:
+    """``_device = torch.accelerator.current_accelerator(...) or torch.device("cpu")``."""
+    t = ctx._torch or "torch"
+    return (
+        f"{ctx.device_name} = {t}.accelerator.current_accelerator(check_available=True)"
+        f' or {t}.device("cpu")'
+    )
+
+
+def _import_line(module: str) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(attr_chain(module))])])
+
+
+def _bare(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.with_changes(lpar=[], rpar=[])
+
+
+def _is_import_block(stmt: cst.BaseStatement) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(
+            isinstance(s, cst.Import | cst.ImportFrom)
+            or (isinstance(s, cst.Expr) and isinstance(s.value, cst.SimpleString))
+            for s in stmt.body
+        )
+    if isinstance(stmt, cst.Try):
+        return all(isinstance(s, cst.BaseStatement) and _is_import_block(s) for s in stmt.body.body)
+    return False
+
+
+def _prologue_index(body: Sequence[cst.BaseStatement], ctx: RuleContext) -> int:
+    at = 0
+    for i, stmt in enumerate(body):
+        if not _is_import_block(stmt):
+            break
+        at = i + 1
+    # The prologue needs the torch alias: go below the statement that binds it.
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for s in stmt.body:
+                if isinstance(s, cst.Import) and any(
+                    (a.evaluated_alias or a.evaluated_name.split(".")[0]) == ctx._torch
+                    for a in s.names
+                ):
+                    at = max(at, i + 1)
+    return at

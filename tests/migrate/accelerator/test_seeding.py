@@ -1,0 +1,15 @@
+from tensorsight.migrate.rules.accelerator.seeding import ReplaceSeedingRule
+from tests.migrate._util import check
+
+
+def test_manual_seed_all_with_drift_note():
+    out = check(
+        ReplaceSeedingRule,
+        "import torch\ntorch.cuda.manual_seed_all(42)\n",
+        "import torch\ntorch.manual_seed(42)\n",
+    )
+    assert "broader seeding" in out.sites[0].message
+
+
+def test_no_op():
+    check(ReplaceSeedingRule, "import torch\ntorch.manual_seed(1)\n", None, statuses=[])

@@ -1,0 +1,49 @@
+"""Self-check of migrated code and the TensorFlow report."""
+
+from pathlib import Path
+
+from tensorsight.migrate import migrate
+from tensorsight.migrate.selfcheck import check_introduced
+
+
+def test_self_check_reports_only_new_problems():
+    assert check_introduced("import os\nx = y\n", "import os\nx = y\n") == ()
+    assert check_introduced("x = 1\n", "import torch\nx = _device\n") == (
+        "introduces undefined name '_device'",
+        "introduces unused import 'torch'",
+    )
+    assert (
+        check_introduced("x = 1\n", "import torch_npu\nx = 1\n", allowed_imports=("torch_npu",))
+        == ()
+    )
+    assert check_introduced("x = 1\n", "x = (\n")[0].startswith("migrated code does not parse")
+
+
+TF = """\
+import tensorflow as tf
+import horovod.tensorflow as hvd
+
+hvd.init()
+gpus = tf.config.list_physical_devices("GPU")
+tf.config.experimental.set_memory_growth(gpus[0], True)
+strategy = tf.distribute.MirroredStrategy(cross_device_ops=tf.distribute.NcclAllReduce())
+with tf.device("/GPU:0"):
+    pass
+"""
+
+
+def test_tensorflow_script_gets_a_report_but_no_rewrite(tmp_path: Path):
+    (tmp_path / "tf_train.py").write_text(TF)
+    report = migrate(tmp_path)
+    assert report.changed == ()
+    apis = [(s.line, s.api, s.status) for s in report.sites]
+    assert apis == [
+        (2, "horovod", "manual"),
+        (4, "horovod", "manual"),
+        (5, "tf.config.list_physical_devices('GPU')", "manual"),
+        (6, "tf.config.experimental.set_memory_growth", "manual"),
+        (7, "tf.distribute.MirroredStrategy", "manual"),
+        (7, "tf.distribute.NcclAllReduce", "unsupported"),
+        (8, "tf.device('/GPU:N')", "manual"),
+    ]
+    assert all(s.rule_id == "tensorflow/gpu-api" and s.message for s in report.sites)
