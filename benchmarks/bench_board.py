@@ -1,0 +1,216 @@
+"""The board: time to the first chart vs TensorBoard, downsampling speed, a 100x50 page.
+
+Cases:
+
+* ``tensorsight board`` vs ``tensorboard --load_fast=true``: seconds from starting the
+  server to the first scalar chart drawn in headless chromium (Debian's /usr/bin/chromium
+  through Playwright). tensorsight: the first ``canvas[data-points]`` of the scalars view;
+  TensorBoard: the first ``timeSeries`` data answer plus two animation frames. Both pages
+  are opened once the server reports data (TensorBoard's ``/data/plugin/scalars/tags`` is
+  non-empty), as a user who reloads the page would see it; TensorBoard's page is opened
+  with ``?tagFilter=scalars`` so its first screen shows scalar cards.
+* the server's time to answer a 1,000,000-point series downsampled to ~2,000 points
+  (``/api/views/scalars/series?width=500``, JSON included; goal <= 50 ms).
+* a page with 100 runs x 50 tags: frame times while scrolling the scalars view.
+
+``--quick`` shrinks everything to a few seconds (no TensorBoard run, 10 runs x 10 tags).
+The logdir is the ingest benchmark's (``bench_ingest.ensure_data``: 3 runs x 20 scalar tags
+x 100,000 steps plus histograms and images), generated once under ``bench-data/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.harness import Harness, Result
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench-data"
+CHROMIUM = "/usr/bin/chromium"
+CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make_logdir(quick: bool) -> Path:
+    """The ingest benchmark's cached logdir (~600 MB; ``--quick``: ~2 MB), made once."""
+    from benchmarks.bench_ingest import ensure_data
+
+    return ensure_data(quick)[0]
+
+
+def _wait_data(url: str, timeout: float) -> None:
+    """Wait until the server answers ``url`` with a non-empty JSON body (data loaded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                body = json.loads(r.read())
+            if body and (not isinstance(body, dict) or body.get("runs", True)):
+                return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} had no data within {timeout}s")
+
+
+def _first_chart(browser: Any, argv: list[str], url: str, tool: str, timeout: float) -> float:
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        # open the page once the server has data, as a user reloading the page would
+        if tool == "tensorsight":
+            _wait_data(url + "/api/runs", timeout)
+            page.goto(url + "/#scalars")
+            page.wait_for_selector(".scalar-card canvas[data-points]", timeout=timeout * 1000)
+        else:
+            _wait_data(url + "/data/plugin/scalars/tags", timeout)
+            with page.expect_response(
+                lambda r: "timeSeries" in r.url and r.ok, timeout=timeout * 1000
+            ):
+                # the tag filter puts the scalar cards first (the logdir's scalar tags are
+                # "scalars/tagNN"); without it the histogram group fills the first screen
+                page.goto(url + "/?tagFilter=scalars#timeseries")
+            page.wait_for_selector(
+                "scalar-card .series-view canvas", state="attached", timeout=timeout * 1000
+            )
+            page.evaluate(
+                "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+            )
+        return time.perf_counter() - start
+    finally:
+        page.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _downsample_case(h: Harness, n: int) -> None:
+    from starlette.testclient import TestClient
+
+    from tensorsight.board.app import create_app
+    from tensorsight.data import InMemoryProvider
+
+    p = InMemoryProvider()
+    steps = np.arange(n)
+    values = np.cumsum(np.random.default_rng(1).standard_normal(n))
+    values[n // 3] = np.nan
+    p.add_scalars("run", "big", steps=steps, values=values, wall_times=1.7e9 + steps * 0.01)
+    with TestClient(create_app(p)) as client:
+        params = {"run": "run", "tag": "big", "width": "500"}
+        body = client.get("/api/views/scalars/series", params=params).json()
+        zoom = {**params, "xmin": str(n // 2), "xmax": str(n // 2 + n // 100)}
+        # notes, not table rows: these have no TensorBoard counterpart to divide by
+        full = _median_ms(lambda: client.get("/api/views/scalars/series", params=params), 15)
+        zoomed = _median_ms(lambda: client.get("/api/views/scalars/series", params=zoom), 15)
+    h.note(
+        f"downsampling: {n:,} points -> {body['returned_points']} returned, median "
+        f"{full:.1f} ms per request incl. HTTP + JSON (goal <= 50 ms); zoomed to 1% at full "
+        f"resolution: {zoomed:.1f} ms"
+    )
+
+
+def _median_ms(fn: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def _scroll_case(h: Harness, browser: Any, runs: int, tags: int, points: int) -> None:
+    from tests.e2e.conftest import board_server
+
+    from tensorsight.data import InMemoryProvider
+
+    p = InMemoryProvider()
+    rng = np.random.default_rng(2)
+    steps = np.arange(points)
+    for r in range(runs):
+        for t in range(tags):
+            vals = np.cumsum(rng.standard_normal(points)) * 0.01
+            p.add_scalars(f"run{r:03d}", f"tag{t:02d}", steps=steps, values=vals)
+    with board_server(p) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(url + "/#scalars")
+        page.wait_for_selector(".scalar-card canvas[data-points]", timeout=120_000)
+        start = time.perf_counter()
+        frames = page.evaluate(
+            """async () => {
+                const el = document.querySelector('#content');
+                const deltas = [];
+                let last = performance.now();
+                while (el.scrollTop + el.clientHeight < el.scrollHeight - 2) {
+                    el.scrollTop += 120;
+                    await new Promise(r => requestAnimationFrame(r));
+                    const now = performance.now();
+                    deltas.push(now - last);
+                    last = now;
+                }
+                return deltas;
+            }"""
+        )
+        total = time.perf_counter() - start
+        page.close()
+    ordered = sorted(frames)
+    p95 = ordered[int(len(ordered) * 0.95) - 1] if ordered else 0.0
+    h.note(
+        f"scrolling {runs} runs x {tags} tags ({points} points each): {len(frames)} frames, "
+        f"median {statistics.median(frames):.1f} ms, p95 {p95:.1f} ms, max {max(frames):.1f} ms "
+        f"({total:.1f} s to scroll to the end while charts load)"
+    )
+
+
+def run(h: Harness) -> None:
+    _downsample_case(h, 100_000 if h.quick else 1_000_000)
+    if not Path(CHROMIUM).exists():
+        h.note("chromium missing (apt-get install -y chromium): browser cases skipped")
+        return
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS)
+        try:
+            logdir = make_logdir(h.quick)
+            size = sum(f.stat().st_size for f in logdir.rglob("*") if f.is_file())
+            h.note(f"logdir {logdir.name}: {size / 1e6:.0f} MB")
+            repeat = 1 if h.quick else h.repeat
+            ours = "tensorsight board: first chart"
+            for _ in range(repeat):
+                port = _free_port()
+                argv = [sys.executable, "-m", "tensorsight", "board", "--logdir", str(logdir),
+                        "--port", str(port), "--quiet"]  # fmt: skip
+                secs = _first_chart(browser, argv, f"http://127.0.0.1:{port}", "tensorsight", 600)
+                h.results.setdefault(ours, Result(ours)).seconds.append(secs)
+            tensorboard = shutil.which("tensorboard", path=os.path.dirname(sys.executable))
+            if not h.quick and tensorboard:
+                anchor = "tensorboard --load_fast: first chart"
+                for _ in range(repeat):
+                    port = _free_port()
+                    argv = [tensorboard, "--logdir", str(logdir), "--port", str(port),
+                            "--load_fast=true"]  # fmt: skip
+                    secs = _first_chart(browser, argv, f"http://127.0.0.1:{port}", "tb", 600)
+                    h.results.setdefault(anchor, Result(anchor)).seconds.append(secs)
+                h.compare(anchor)
+            runs, tags, points = (10, 10, 500) if h.quick else (100, 50, 1_000)
+            _scroll_case(h, browser, runs, tags, points)
+        finally:
+            browser.close()

@@ -1,0 +1,202 @@
+"""``create_app(provider, views)``: the board's ASGI application (Starlette).
+
+Routes (documented in ``docs/http_api/``):
+
+* ``GET /api/views`` — the tabs: name, title, enabled, reason (a view that fails to load or
+  whose ``is_active`` raises is listed disabled with the reason).
+* ``GET /api/runs`` — the run list with first/last write time, tags, active flag and what
+  the memory limits dropped; ``generation`` grows whenever new data arrived.
+* ``/api/views/<name>/...`` — each view's own routes.
+* everything else — the built front end from ``static_dir`` (``board/static`` by default),
+  and nothing outside it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tensorsight._lazy import lazy_import
+from tensorsight.board.errors import NotFound, PublicError, handle_error
+from tensorsight.board.views import View, ViewInfo, view_registry
+from tensorsight.errors import RegistryError
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from tensorsight.data import DataProvider
+
+__all__ = ["DEFAULT_STATIC_DIR", "create_app", "runs_impl"]
+
+DEFAULT_STATIC_DIR = Path(__file__).resolve().parent / "static"
+ACTIVE_WINDOW_SECS = 120.0
+
+_NOT_BUILT = """<!doctype html><meta charset="utf-8"><title>tensorsight board</title>
+<p>The board's front end is not built. Run <code>make web</code> in a source checkout, or
+install a released wheel, which ships it.</p>"""
+
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; "
+        "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def runs_impl(provider: DataProvider, *, now: float | None = None) -> dict[str, Any]:
+    """The body of ``GET /api/runs``."""
+    now = time.time() if now is None else now
+    runs = []
+    for info in provider.list_runs():
+        last = info.last_wall_time
+        runs.append(
+            {
+                "name": info.name,
+                "first_wall_time": info.first_wall_time,
+                "last_wall_time": last,
+                "tag_count": info.tag_count,
+                "tags": {kind: list(tags) for kind, tags in info.tags.items() if tags},
+                "active": (
+                    info.is_active
+                    if info.is_active is not None
+                    else last is not None and now - last <= ACTIVE_WINDOW_SECS
+                ),
+                "dropped": dict(info.dropped),
+            }
+        )
+    return {
+        "generation": provider.generation,
+        "now": now,
+        "limits": provider.limits.to_json(),
+        "runs": runs,
+    }
+
+
+def _load_views(
+    provider: DataProvider, names: Iterable[str] | None
+) -> tuple[list[View], list[ViewInfo]]:
+    registry = view_registry()
+    views: list[View] = []
+    infos: list[ViewInfo] = []
+    for name in registry.names() if names is None else names:
+        try:
+            cls = registry.get(name)
+            view = cls(provider)
+        except (RegistryError, Exception) as exc:  # a broken view must not crash the board
+            infos.append(ViewInfo(name, name.capitalize(), False, f"unavailable: {exc}"))
+            continue
+        views.append(view)
+        infos.append(ViewInfo(view.name, view.title or name.capitalize(), True))
+    return views, infos
+
+
+def create_app(
+    provider: DataProvider,
+    views: Iterable[str] | None = None,
+    *,
+    static_dir: Path | None = None,
+) -> Starlette:
+    """Build the board application.
+
+    Args:
+        provider: Where every view reads its data.
+        views: View names to mount, in tab order (``None``: built-ins, then entry points).
+        static_dir: Folder of the built front end (``None``: the packaged ``board/static``).
+
+    Returns:
+        A Starlette application; serve it with uvicorn (see :mod:`tensorsight.board.server`).
+    """
+    lazy_import("starlette", extra="board", needed_by="tensorsight board")
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Mount, Route, Router
+    from starlette.staticfiles import StaticFiles
+
+    loaded, infos = _load_views(provider, views)
+    static = DEFAULT_STATIC_DIR if static_dir is None else static_dir
+
+    async def list_views(request: Request) -> Response:
+        out = []
+        by_name = {v.name: v for v in loaded}
+        for info in infos:
+            enabled, reason = info.enabled, info.reason
+            view = by_name.get(info.name)
+            if view is not None:
+                try:
+                    has_data = view.is_active()
+                except Exception as exc:  # listed disabled with the reason
+                    enabled, reason = False, f"unavailable: {type(exc).__name__}: {exc}"
+                else:
+                    reason = "" if has_data else "no data yet"
+            out.append(
+                {
+                    "name": info.name,
+                    "title": info.title,
+                    "enabled": enabled,
+                    "has_data": enabled and not reason,
+                    "reason": reason,
+                }
+            )
+        return JSONResponse({"views": out})
+
+    async def list_runs(request: Request) -> Response:
+        return JSONResponse(runs_impl(provider))
+
+    async def api_not_found(request: Request) -> Response:
+        msg = "No such API route."
+        raise NotFound(msg)
+
+    async def index(request: Request) -> Response:
+        page = static / "index.html"
+        if not page.is_file():
+            return HTMLResponse(_NOT_BUILT, status_code=503)
+        return HTMLResponse(page.read_text(encoding="utf-8"))
+
+    routes: list[Any] = [
+        Route("/api/views", list_views),
+        Route("/api/runs", list_runs),
+    ]
+    routes += [Mount(f"/api/views/{v.name}", app=Router(list(v.routes()))) for v in loaded]
+    routes += [
+        Route("/api/{rest:path}", api_not_found),
+        Route("/", index),
+    ]
+    if static.is_dir():
+        routes.append(Mount("/", app=StaticFiles(directory=static, check_dir=False)))
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(_SecurityHeaders)],
+        exception_handlers={PublicError: handle_error, Exception: handle_error},
+    )
+    app.state.provider = provider
+    return app
+
+
+class _SecurityHeaders:
+    """Pure ASGI middleware adding CSP and friends to every HTTP response."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                for key, value in _SECURITY_HEADERS.items():
+                    headers.append((key.lower().encode(), value.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

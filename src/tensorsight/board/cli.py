@@ -1,0 +1,97 @@
+"""``tensorsight board``: serve the training board for a logdir (imports nothing heavy here)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register", "run"]
+
+EPILOG = """\
+examples:
+  tensorsight board --logdir runs/
+  tensorsight board --logdir runs/ --port 6007 --reload-interval 2
+  tensorsight board --logdir runs/ --host 0.0.0.0      # reachable from other machines
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``board`` subcommand."""
+    parser = subparsers.add_parser(
+        "board",
+        help="serve the training board (scalars, histograms, images, text) for a logdir",
+        description=(
+            "Serve the training board for the event files under --logdir. Every point is "
+            "kept; charts are downsampled per request for the visible range."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--logdir", required=True, help="folder scanned recursively for runs")
+    parser.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="TCP port (default 6006)")
+    parser.add_argument(
+        "--reload-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between logdir reloads; 0 disables (default 5)",
+    )
+    parser.add_argument(
+        "--max-points-per-scalar",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep only the newest N points per scalar tag (default: keep all)",
+    )
+    parser.add_argument(
+        "--max-tags-per-run", type=int, default=None, metavar="N", help="default 10000"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the logdir, print the URL and serve until interrupted."""
+    from pathlib import Path
+
+    from tensorsight.board.server import DEFAULT_HOST, DEFAULT_PORT, serve
+    from tensorsight.data import Limits, LogdirProvider
+    from tensorsight.errors import InputFileError, UsageError
+
+    logdir = Path(args.logdir)
+    if not logdir.is_dir():
+        msg = (
+            f"Logdir {str(logdir)!r}: not a folder. Expected a folder holding event files; "
+            "check the path."
+        )
+        raise InputFileError(msg)
+    for flag in ("max_points_per_scalar", "max_tags_per_run"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            msg = f"Option --{flag.replace('_', '-')}: expected at least 1, got {value}."
+            raise UsageError(msg)
+    if args.reload_interval is not None and args.reload_interval < 0:
+        msg = f"Option --reload-interval: expected seconds >= 0, got {args.reload_interval}."
+        raise UsageError(msg)
+    defaults = Limits()
+    limits = Limits(
+        max_points_per_scalar=args.max_points_per_scalar,
+        max_tags_per_run=args.max_tags_per_run or defaults.max_tags_per_run,
+    )
+    provider = LogdirProvider(logdir, limits)
+    host = args.host or DEFAULT_HOST
+    port = DEFAULT_PORT if args.port is None else args.port
+    if not args.quiet:
+        runs = provider.list_runs()
+        print(f"tensorsight board: {len(runs)} runs in {logdir}", file=sys.stderr)
+        print(f"open http://{host}:{port}/  (Ctrl+C to stop)", file=sys.stderr)
+    serve(
+        provider,
+        host=host,
+        port=port,
+        reload_interval_secs=args.reload_interval,
+        log_level="error" if args.quiet else "warning",
+    )
+    return 0

@@ -1,0 +1,87 @@
+"""Run the board under uvicorn, with a background thread that reloads the logdir.
+
+Binds ``127.0.0.1`` by default: the board shows training data, so exposing it on a network
+is an explicit choice (``--host 0.0.0.0``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from tensorsight._lazy import lazy_import
+from tensorsight.board.app import create_app
+
+if TYPE_CHECKING:
+    from tensorsight.data import DataProvider
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Reloader", "serve"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 6006
+log = logging.getLogger("tensorsight.board")
+
+
+class Reloader:
+    """Call ``provider.reload()`` every ``interval_secs`` in a daemon thread until stopped."""
+
+    def __init__(self, provider: DataProvider, interval_secs: float) -> None:
+        self.provider = provider
+        self.interval_secs = interval_secs
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tensorsight-reload", daemon=True)
+
+    def start(self) -> Reloader:
+        """Start the thread (no-op when the interval is 0 or less)."""
+        if self.interval_secs > 0:
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the thread to finish and wait for it."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_secs):
+            try:
+                self.provider.reload()
+            except Exception:  # keep serving what we have; the log says why
+                log.exception("reloading the logdir failed")
+
+
+def serve(
+    provider: DataProvider,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    reload_interval_secs: float | None = None,
+    views: Iterable[str] | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve the board until interrupted (blocks).
+
+    Args:
+        provider: The data to show.
+        host: Interface to bind (``None``: 127.0.0.1).
+        port: TCP port (``None``: 6006; 0 picks a free port).
+        reload_interval_secs: Seconds between reloads (``None``: 5; 0 disables).
+        views: View names in tab order (``None``: all).
+        log_level: uvicorn's log level.
+    """
+    uvicorn = lazy_import("uvicorn", extra="board", needed_by="tensorsight board")
+    app = create_app(provider, views)
+    reloader = Reloader(provider, 5.0 if reload_interval_secs is None else reload_interval_secs)
+    reloader.start()
+    try:
+        uvicorn.run(
+            app,
+            host=DEFAULT_HOST if host is None else host,
+            port=DEFAULT_PORT if port is None else port,
+            log_level=log_level,
+        )
+    finally:
+        reloader.stop()

@@ -1,0 +1,28 @@
+"""Board views: the built-ins in tab order, plus third parties from ``tensorsight.views``.
+
+Each entry is a lazy ``"module:Class"`` string; a view that fails to import is listed by
+``GET /api/views`` as disabled with the reason and never crashes the board.
+"""
+
+from __future__ import annotations
+
+from tensorsight._registry import Registry
+from tensorsight.board.views.base import View, ViewInfo
+
+__all__ = ["BUILTIN_VIEWS", "View", "ViewInfo", "view_registry"]
+
+# name -> "module:Class"; order = tab order.
+BUILTIN_VIEWS: dict[str, str] = {
+    "scalars": "tensorsight.board.views.scalars:ScalarsView",
+    "histograms": "tensorsight.board.views.histograms:HistogramsView",
+    "images": "tensorsight.board.views.images:ImagesView",
+    "text": "tensorsight.board.views.text:TextView",
+}
+
+
+def view_registry() -> Registry[type[View]]:
+    """A fresh registry holding the built-in views and the entry-point group."""
+    registry: Registry[type[View]] = Registry("view", entry_point_group="tensorsight.views")
+    for name, spec in BUILTIN_VIEWS.items():
+        registry.add(name, spec)
+    return registry

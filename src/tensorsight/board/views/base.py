@@ -1,0 +1,127 @@
+"""The :class:`View` base class: one board tab = one backend module + one front-end folder."""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tensorsight.board.errors import InvalidArgument, NotFound
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.routing import BaseRoute
+
+    from tensorsight.data import DataProvider
+
+__all__ = [
+    "View",
+    "ViewInfo",
+    "float_param",
+    "int_param",
+    "lookup",
+    "require_param",
+    "tags_by_kind",
+]
+
+
+@dataclass(frozen=True)
+class ViewInfo:
+    """How ``GET /api/views`` lists a view (SCHEMA_VERSION 1)."""
+
+    name: str
+    title: str
+    enabled: bool
+    reason: str = ""
+
+    SCHEMA_VERSION = 1
+
+
+class View(abc.ABC):
+    """A board view: a name, a tab title, routes under ``/api/views/<name>``.
+
+    Subclasses keep the work in ``*_impl`` methods that take the provider and plain
+    arguments and return plain data; their routes only parse parameters and respond.
+    """
+
+    name: str = ""
+    title: str = ""
+    kind: str = ""  # the data kind whose tags enable this view
+
+    def __init__(self, provider: DataProvider) -> None:
+        self.provider = provider
+
+    @abc.abstractmethod
+    def routes(self) -> Sequence[BaseRoute]:
+        """Routes relative to ``/api/views/<name>``."""
+
+    def is_active(self) -> bool:
+        """True when some run has data for this view (the tab is shown enabled)."""
+        return any(run.tags.get(self.kind) for run in self.provider.list_runs())
+
+
+def tags_by_kind(
+    provider: DataProvider, kind: str, runs: Sequence[str] | None = None
+) -> list[dict[str, object]]:
+    """Tags of ``kind`` in the given runs (all when ``None``): ``[{tag, runs}]`` sorted by tag."""
+    by_tag: dict[str, list[str]] = {}
+    wanted = None if runs is None else set(runs)
+    for info in provider.list_runs():
+        if wanted is not None and info.name not in wanted:
+            continue
+        for tag in info.tags.get(kind, ()):
+            by_tag.setdefault(tag, []).append(info.name)
+    return [{"tag": t, "runs": by_tag[t]} for t in sorted(by_tag)]
+
+
+def require_param(request: Request, name: str) -> str:
+    """A required query parameter, or InvalidArgument."""
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        msg = f"Query parameter {name!r} is required."
+        raise InvalidArgument(msg)
+    return value
+
+
+def float_param(request: Request, name: str) -> float | None:
+    """An optional finite float query parameter."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        msg = f"Query parameter {name!r}: expected a finite number, got {raw[:40]!r}."
+        raise InvalidArgument(msg)
+    return value
+
+
+def int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    """An optional int query parameter within ``[lo, hi]``."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = lo - 1
+    if not lo <= value <= hi:
+        msg = f"Query parameter {name!r}: expected an integer in [{lo}, {hi}], got {raw[:40]!r}."
+        raise InvalidArgument(msg)
+    return value
+
+
+def lookup(provider: DataProvider, kind: str, run: str, tag: str) -> None:
+    """Raise NotFound unless ``run`` has ``tag`` of ``kind``."""
+    try:
+        info = provider.run_info(run)
+    except KeyError:
+        msg = f"Run {run[:200]!r} does not exist."
+        raise NotFound(msg) from None
+    if tag not in info.tags.get(kind, ()):
+        msg = f"Run {run[:200]!r} has no {kind} tag {tag[:200]!r}."
+        raise NotFound(msg)

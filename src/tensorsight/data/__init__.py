@@ -1,0 +1,50 @@
+"""The seam between stored summaries and the board: providers and their result types.
+
+Views read only through a :class:`DataProvider`; :class:`LogdirProvider` serves a logdir
+of event files, :class:`InMemoryProvider` data added by calls (tests, notebooks).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tensorsight.data._downsample import downsample_indices
+from tensorsight.data.memory import InMemoryProvider
+from tensorsight.data.provider import (
+    KINDS,
+    SCHEMA_VERSION,
+    DataProvider,
+    HistogramRecord,
+    ImageRecord,
+    Limits,
+    RunInfo,
+    ScalarSeries,
+    TextRecord,
+)
+
+if TYPE_CHECKING:
+    from tensorsight.data.logdir import LogdirProvider
+
+__all__ = [
+    "KINDS",
+    "SCHEMA_VERSION",
+    "DataProvider",
+    "HistogramRecord",
+    "ImageRecord",
+    "InMemoryProvider",
+    "Limits",
+    "LogdirProvider",
+    "RunInfo",
+    "ScalarSeries",
+    "TextRecord",
+    "downsample_indices",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LogdirProvider":  # imports the summary reader only when used
+        from tensorsight.data.logdir import LogdirProvider
+
+        return LogdirProvider
+    msg = f"module 'tensorsight.data' has no attribute {name!r}"
+    raise AttributeError(msg)

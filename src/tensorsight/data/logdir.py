@@ -1,0 +1,193 @@
+"""``LogdirProvider``: the board's view of a logdir, read by ``summary.read_logdir``.
+
+The reader keeps every point; this provider adds what the board needs on top: the memory
+bounds of :class:`~tensorsight.data.Limits` (and a count of what they drop), conversion to
+the data layer's result types, a ``generation`` counter that grows when new data arrives,
+and a lock so a background thread may :meth:`reload` while requests are served.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from tensorsight.data.provider import (
+    DataProvider,
+    HistogramRecord,
+    ImageRecord,
+    Limits,
+    RunInfo,
+    ScalarSeries,
+    TextRecord,
+)
+
+__all__ = ["LogdirProvider"]
+
+_MIME = {
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "bmp": "image/bmp",
+}
+
+
+def _opt(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _text(record: Any) -> str:
+    return str(record.text)
+
+
+class LogdirProvider(DataProvider):
+    """Serve the runs under ``logdir``; call :meth:`reload` to pick up new data.
+
+    Args:
+        logdir: Folder scanned recursively for event files.
+        limits: Memory bounds (``None``: :class:`Limits` defaults, which keep every scalar).
+
+    Raises:
+        InputFileError: ``logdir`` does not exist or is not a folder.
+
+    Example:
+        >>> import tempfile
+        >>> provider = LogdirProvider(tempfile.mkdtemp())
+        >>> provider.list_runs()
+        []
+    """
+
+    def __init__(self, logdir: str | Path, limits: Limits | None = None) -> None:
+        from tensorsight.summary import read_logdir
+
+        self.path = Path(logdir)
+        self._limits = limits or Limits()
+        self._lock = threading.RLock()
+        self._caps = {
+            kind: cap
+            for kind, cap in (
+                ("scalars", self._limits.max_points_per_scalar),
+                ("histograms", self._limits.max_records_per_histogram),
+                ("images", self._limits.max_records_per_image),
+                ("text", self._limits.max_records_per_text),
+            )
+            if cap is not None
+        }
+        # the reader enforces the per-tag caps while ingesting (newest kept)
+        self._logdir = read_logdir(self.path, max_points=self._caps)
+        self._generation = 0
+        self._runs: list[RunInfo] = []
+        self._index()
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def reload(self) -> bool:
+        """Read what was appended since the last call; True when anything changed."""
+        with self._lock:
+            result = self._logdir.reload()
+            before = self._runs
+            self._index()
+            changed = bool(result.has_changes) or self._runs != before
+            if changed:
+                self._generation += 1
+            return changed
+
+    def _count(self, run: str, kind: str, tag: str) -> int:
+        if kind == "scalars":
+            return len(self._logdir.scalars(run, tag))
+        return len(getattr(self._logdir, kind)(run, tag))
+
+    def _index(self) -> None:
+        max_tags = self._limits.max_tags_per_run
+        runs = []
+        for run in self._logdir.runs:
+            tags: dict[str, tuple[str, ...]] = {}
+            dropped: dict[str, int] = {}
+            for kind, names in self._logdir.tags(run).items():
+                names = list(names)
+                if max_tags is not None and len(names) > max_tags:
+                    dropped[f"{kind} tags over the {max_tags}-tag limit (hidden)"] = (
+                        len(names) - max_tags
+                    )
+                    names = names[:max_tags]
+                if not names:
+                    continue
+                tags[kind] = tuple(names)
+                cap = self._caps.get(kind)
+                if cap is not None:
+                    full = sum(1 for t in names if self._count(run, kind, t) >= cap)
+                    if full:
+                        key = f"{kind} tags at the {cap}-value limit (older values dropped)"
+                        dropped[key] = full
+            info = self._logdir.run_info(run)
+            runs.append(
+                RunInfo(
+                    run,
+                    info.first_wall_time,
+                    info.last_wall_time,
+                    tags,
+                    dropped,
+                    is_active=info.is_active,
+                )
+            )
+        self._runs = runs
+
+    def list_runs(self) -> list[RunInfo]:
+        with self._lock:
+            return list(self._runs)
+
+    def read_scalars(self, run: str, tag: str) -> ScalarSeries:
+        with self._lock:
+            s = self._logdir.scalars(run, tag)
+        return ScalarSeries(run, tag, s.steps, s.wall_times, s.values)
+
+    def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
+        with self._lock:
+            records = list(self._logdir.histograms(run, tag))
+        return [
+            HistogramRecord(
+                step=int(r.step),
+                wall_time=float(r.wall_time),
+                edges=tuple(float(e) for e in r.edges),
+                counts=tuple(float(c) for c in r.counts),
+                min=_opt(r.min),
+                max=_opt(r.max),
+                num=_opt(r.num),
+                sum=_opt(r.sum),
+                sum_squares=_opt(r.sum_squares),
+                nan_count=r.nan_count,
+                pos_inf_count=r.pos_inf_count,
+                neg_inf_count=r.neg_inf_count,
+            )
+            for r in records
+        ]
+
+    def read_images(self, run: str, tag: str) -> list[ImageRecord]:
+        with self._lock:
+            records = list(self._logdir.images(run, tag))
+        max_bytes = self._limits.max_blob_bytes
+        return [
+            ImageRecord(
+                step=int(r.step),
+                wall_time=float(r.wall_time),
+                index=int(r.index),
+                width=int(r.width),
+                height=int(r.height),
+                data=bytes(r.encoded),
+                mime_type=_MIME.get(r.format, "application/octet-stream"),
+            )
+            for r in records
+            if max_bytes is None or len(r.encoded) <= max_bytes
+        ]
+
+    def read_text(self, run: str, tag: str) -> list[TextRecord]:
+        with self._lock:
+            records = list(self._logdir.text(run, tag))
+        return [TextRecord(int(r.step), float(r.wall_time), _text(r)) for r in records]

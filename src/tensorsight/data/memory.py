@@ -1,0 +1,127 @@
+"""An in-memory :class:`DataProvider`: for tests, notebooks and views built from computed data."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from tensorsight.data.provider import (
+    DataProvider,
+    HistogramRecord,
+    ImageRecord,
+    Limits,
+    RunInfo,
+    ScalarSeries,
+    TextRecord,
+)
+
+__all__ = ["InMemoryProvider"]
+
+
+class InMemoryProvider(DataProvider):
+    """A provider whose data is added by calls instead of read from files.
+
+    Example:
+        >>> p = InMemoryProvider()
+        >>> p.add_scalars("train", "loss", steps=[0, 1], values=[1.0, 0.5], wall_times=[10, 11])
+        >>> p.read_scalars("train", "loss").values.tolist()
+        [1.0, 0.5]
+    """
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        self._limits = limits or Limits()
+        self._lock = threading.Lock()
+        self._scalars: dict[tuple[str, str], ScalarSeries] = {}
+        self._hist: dict[tuple[str, str], list[HistogramRecord]] = {}
+        self._images: dict[tuple[str, str], list[ImageRecord]] = {}
+        self._text: dict[tuple[str, str], list[TextRecord]] = {}
+        self._tags: dict[str, dict[str, list[str]]] = {}
+        self._times: dict[str, tuple[float, float]] = {}
+        self._generation = 0
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def _touch(self, run: str, kind: str, tag: str, wall_times: Sequence[float]) -> None:
+        tags = self._tags.setdefault(run, {}).setdefault(kind, [])
+        if tag not in tags:
+            tags.append(tag)
+        if len(wall_times):
+            lo, hi = float(min(wall_times)), float(max(wall_times))
+            old = self._times.get(run)
+            self._times[run] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+        self._generation += 1
+
+    def add_scalars(
+        self,
+        run: str,
+        tag: str,
+        *,
+        steps: Sequence[int] | np.ndarray,
+        values: Sequence[float] | np.ndarray,
+        wall_times: Sequence[float] | np.ndarray | None = None,
+    ) -> None:
+        """Append points to a scalar series (``wall_times`` default: the steps, in seconds)."""
+        s = np.asarray(steps, dtype=np.int64)
+        v = np.asarray(values, dtype=np.float64)
+        w = np.asarray(s if wall_times is None else wall_times, dtype=np.float64)
+        with self._lock:
+            old = self._scalars.get((run, tag))
+            if old is not None:
+                s = np.concatenate([old.steps, s])
+                w = np.concatenate([old.wall_times, w])
+                v = np.concatenate([old.values, v])
+            self._scalars[(run, tag)] = ScalarSeries(run, tag, s, w, v)
+            self._touch(run, "scalars", tag, w.tolist()[-1:] + w.tolist()[:1])
+
+    def add_histogram(self, run: str, tag: str, record: HistogramRecord) -> None:
+        """Append one histogram record."""
+        with self._lock:
+            self._hist.setdefault((run, tag), []).append(record)
+            self._touch(run, "histograms", tag, [record.wall_time])
+
+    def add_image(self, run: str, tag: str, record: ImageRecord) -> None:
+        """Append one image record."""
+        with self._lock:
+            self._images.setdefault((run, tag), []).append(record)
+            self._touch(run, "images", tag, [record.wall_time])
+
+    def add_text(self, run: str, tag: str, record: TextRecord) -> None:
+        """Append one text record."""
+        with self._lock:
+            self._text.setdefault((run, tag), []).append(record)
+            self._touch(run, "text", tag, [record.wall_time])
+
+    def list_runs(self) -> list[RunInfo]:
+        with self._lock:
+            out = []
+            for run in sorted(self._tags):
+                first, last = self._times.get(run, (None, None))
+                tags = {k: tuple(v) for k, v in self._tags[run].items()}
+                out.append(RunInfo(run, first, last, tags))
+            return out
+
+    def run_info(self, run: str) -> RunInfo:
+        with self._lock:
+            kinds = self._tags[run]
+            first, last = self._times.get(run, (None, None))
+            return RunInfo(run, first, last, {k: tuple(v) for k, v in kinds.items()})
+
+    def read_scalars(self, run: str, tag: str) -> ScalarSeries:
+        return self._scalars[(run, tag)]
+
+    def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
+        return list(self._hist[(run, tag)])
+
+    def read_images(self, run: str, tag: str) -> list[ImageRecord]:
+        return list(self._images[(run, tag)])
+
+    def read_text(self, run: str, tag: str) -> list[TextRecord]:
+        return list(self._text[(run, tag)])

@@ -1,0 +1,257 @@
+"""The seam between stored summaries and the board's views: :class:`DataProvider`.
+
+Views never open files. They ask a provider for runs, tags and series, and the provider
+answers with the small immutable result types below. Every type that travels over the
+wire carries ``SCHEMA_VERSION``; its docstring is the spec.
+
+Keys:
+    * a *run* is the folder holding event files, relative to the logdir (``"."`` for the
+      logdir itself);
+    * a *tag* names one series of one kind inside a run;
+    * a *kind* is one of :data:`KINDS` (``scalars``, ``histograms``, ``images``, ``text``, ...).
+
+Resolution and downsampling:
+    Providers keep every point they were allowed to keep (see :class:`Limits`; whatever a
+    limit drops is counted in :attr:`RunInfo.dropped` and shown by the board, never
+    silently). :meth:`DataProvider.read_scalars` returns the full series; views downsample
+    per request with :func:`tensorsight.data.downsample_indices` for the visible x range and
+    pixel width, so zooming in re-queries the stored full resolution.
+
+Threading:
+    A provider may be reloaded from a background thread while requests are served; every
+    method returns values that stay valid after a reload (arrays are never mutated in place).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "KINDS",
+    "SCHEMA_VERSION",
+    "DataProvider",
+    "HistogramRecord",
+    "ImageRecord",
+    "Limits",
+    "RunInfo",
+    "ScalarSeries",
+    "TextRecord",
+]
+
+SCHEMA_VERSION = 1
+
+KINDS: tuple[str, ...] = (
+    "scalars",
+    "histograms",
+    "images",
+    "audio",
+    "text",
+    "tensors",
+    "pr_curves",
+    "hparams",
+    "graphs",
+    "landscapes",
+    "data_graphs",
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Memory bounds of a provider; ``None`` means "no limit".
+
+    The per-tag caps are applied while reading (the newest values are kept), so they bound
+    memory; every run lists in :attr:`RunInfo.dropped` how many tags hit a cap, and the
+    board shows it. Scalars are uncapped by default: full resolution is the point.
+
+    Attributes:
+        max_tags_per_run: Tags shown per run and kind (in sorted order); the rest are hidden
+            and counted.
+        max_points_per_scalar: Points kept per scalar tag (default ``None``: all of them).
+        max_records_per_histogram: Records kept per histogram tag.
+        max_records_per_image: Records kept per image tag.
+        max_records_per_text: Records kept per text tag.
+        max_blob_bytes: Largest encoded image served, in bytes; larger ones are skipped.
+    """
+
+    max_tags_per_run: int | None = 10_000
+    max_points_per_scalar: int | None = None
+    max_records_per_histogram: int | None = 10_000
+    max_records_per_image: int | None = 1_000
+    max_records_per_text: int | None = 10_000
+    max_blob_bytes: int | None = 64 * 1024 * 1024
+
+    def to_json(self) -> dict[str, int | None]:
+        """The limits as a JSON object (the board shows them in its footer)."""
+        return {
+            "max_tags_per_run": self.max_tags_per_run,
+            "max_points_per_scalar": self.max_points_per_scalar,
+            "max_records_per_histogram": self.max_records_per_histogram,
+            "max_records_per_image": self.max_records_per_image,
+            "max_records_per_text": self.max_records_per_text,
+            "max_blob_bytes": self.max_blob_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run as the run list shows it.
+
+    Attributes:
+        name: Run name (folder relative to the logdir, ``"."`` for the logdir itself).
+        first_wall_time: Seconds since the epoch of the first record, ``None`` when empty.
+        last_wall_time: Seconds since the epoch of the newest record, ``None`` when empty.
+        tags: kind -> tag names, in first-seen order.
+        dropped: What the provider's limits dropped or hid, as sentence -> count, e.g.
+            ``{"scalars tags at the 1000-value limit (older values dropped)": 2}``; empty
+            when nothing was dropped. The board shows it in the run list.
+        is_active: Whether the run is still being written (``None``: unknown; the board
+            then calls it active when its last write is under two minutes old).
+    """
+
+    name: str
+    first_wall_time: float | None
+    last_wall_time: float | None
+    tags: Mapping[str, tuple[str, ...]]
+    dropped: Mapping[str, int] = field(default_factory=dict)
+    is_active: bool | None = None
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+    @property
+    def tag_count(self) -> int:
+        """Number of tags over all kinds."""
+        return sum(len(v) for v in self.tags.values())
+
+
+@dataclass(frozen=True)
+class ScalarSeries:
+    """One scalar tag of one run at full resolution, in file order.
+
+    Attributes:
+        steps: int64 steps.
+        wall_times: float64 seconds since the epoch.
+        values: float64 values; NaN and +-Inf are kept as written.
+    """
+
+    run: str
+    tag: str
+    steps: NDArray[np.int64]
+    wall_times: NDArray[np.float64]
+    values: NDArray[np.float64]
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+
+@dataclass(frozen=True)
+class HistogramRecord:
+    """One histogram at one step, with the source's buckets exactly as written.
+
+    Bucket ``i`` covers ``(edges[i], edges[i+1]]``; ``len(edges) == len(counts) + 1``.
+    TensorBoard's ``HistogramProto`` gives right edges only; the reader supplies the left
+    edge of the first bucket. ``min`` .. ``sum_squares`` are ``None`` when absent. The
+    ``nan_count``/``pos_inf_count``/``neg_inf_count`` fields are ``None`` when the source
+    does not record them (only MindSpore does).
+    """
+
+    step: int
+    wall_time: float
+    edges: tuple[float, ...]
+    counts: tuple[float, ...]
+    min: float | None = None
+    max: float | None = None
+    num: float | None = None
+    sum: float | None = None
+    sum_squares: float | None = None
+    nan_count: int | None = None
+    pos_inf_count: int | None = None
+    neg_inf_count: int | None = None
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """One encoded image at one step (``index`` orders several images of one step)."""
+
+    step: int
+    wall_time: float
+    index: int
+    width: int
+    height: int
+    data: bytes
+    mime_type: str
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class TextRecord:
+    """One text value (Markdown source) at one step."""
+
+    step: int
+    wall_time: float
+    text: str
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+
+class DataProvider(abc.ABC):
+    """Read-only access to runs and their series; the only thing views talk to.
+
+    Subclasses implement the abstract methods; unknown runs or tags raise
+    :class:`KeyError` with the name (the board turns it into a 404).
+    """
+
+    @property
+    def limits(self) -> Limits:
+        """The memory bounds this provider applies."""
+        return Limits()
+
+    @property
+    def generation(self) -> int:
+        """A counter that grows whenever new data arrived (clients poll it to refresh)."""
+        return 0
+
+    def reload(self) -> bool:
+        """Pick up new runs, tags and points; return whether anything changed."""
+        return False
+
+    @abc.abstractmethod
+    def list_runs(self) -> list[RunInfo]:
+        """Every run, sorted by name."""
+
+    def run_info(self, run: str) -> RunInfo:
+        """One run's :class:`RunInfo`; :class:`KeyError` when unknown."""
+        for info in self.list_runs():
+            if info.name == run:
+                return info
+        raise KeyError(run)
+
+    def is_active(self, run: str, *, now: float, window_secs: float = 120.0) -> bool:
+        """True when ``run`` was written to within ``window_secs`` of ``now``."""
+        last = self.run_info(run).last_wall_time
+        return last is not None and now - last <= window_secs
+
+    @abc.abstractmethod
+    def read_scalars(self, run: str, tag: str) -> ScalarSeries:
+        """The full-resolution scalar series."""
+
+    @abc.abstractmethod
+    def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
+        """Histogram records in step order."""
+
+    @abc.abstractmethod
+    def read_images(self, run: str, tag: str) -> list[ImageRecord]:
+        """Image records in step order."""
+
+    @abc.abstractmethod
+    def read_text(self, run: str, tag: str) -> list[TextRecord]:
+        """Text records in step order."""

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from torch.utils.tensorboard import SummaryWriter
+
+from tensorsight import cli
+from tests.conftest import run_cli
+from tests.e2e.conftest import free_port
+
+
+def test_help_has_examples():
+    r = run_cli("board", "--help")
+    assert r.returncode == 0
+    assert "examples:" in r.stdout
+    assert "--reload-interval" in r.stdout
+
+
+def test_missing_logdir_is_a_one_line_usage_error(tmp_path, capsys):
+    assert cli.main(["board", "--logdir", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Logdir ")
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--max-points-per-scalar", "0"), ("--max-tags-per-run", "-3"), ("--reload-interval", "-1")],
+)
+def test_bad_limits_are_refused(tmp_path, capsys, flag, value):
+    assert cli.main(["board", "--logdir", str(tmp_path), flag, value]) == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_serves_a_logdir_on_localhost_and_reloads(tmp_path):
+    with SummaryWriter(str(tmp_path / "run-ä")) as w:
+        w.add_scalar("loss", 1.0, 0)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tensorsight", "board", "--logdir", str(tmp_path),
+         "--port", str(port), "--reload-interval", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/api/runs"
+        body = None
+        for _ in range(150):
+            try:
+                with urllib.request.urlopen(url, timeout=1) as r:
+                    body = json.loads(r.read())
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert body is not None, proc.stderr.read() if proc.poll() is not None else "no answer"
+        assert [r["name"] for r in body["runs"]] == ["run-ä"]
+        with SummaryWriter(str(tmp_path / "later")) as w:
+            w.add_scalar("loss", 2.0, 0)
+        for _ in range(50):
+            with urllib.request.urlopen(url, timeout=1) as r:
+                names = [run["name"] for run in json.loads(r.read())["runs"]]
+            if "later" in names:
+                break
+            time.sleep(0.1)
+        assert "later" in names
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert f"http://127.0.0.1:{port}/" in err

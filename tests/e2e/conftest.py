@@ -1,0 +1,99 @@
+"""Browser fixtures: Debian's chromium driven by Playwright, and a real board server.
+
+The server runs uvicorn in a thread on a free 127.0.0.1 port. Screenshots go to
+``test-artifacts/`` (gitignored). Never run ``playwright install``: the tests use
+``/usr/bin/chromium`` (``.ci/run`` installs it when missing).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+STATIC = ROOT / "src" / "tensorsight" / "board" / "static"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def board_server(provider: Any, *, reload_interval_secs: float = 0.0) -> Iterator[str]:
+    """Serve ``provider`` with the real app under uvicorn; yields the base URL."""
+    import uvicorn
+
+    from tensorsight.board.app import create_app
+    from tensorsight.board.server import Reloader
+
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(provider), host="127.0.0.1", port=port, log_level="error", lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    reloader = Reloader(provider, reload_interval_secs).start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the board server did not start within 10 s")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        reloader.stop()
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian chromium is not installed: apt-get install -y chromium")
+    if not (STATIC / "index.html").is_file():
+        pytest.fail("the front end is not built: run `make web`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+    try:
+        yield pg
+    finally:
+        context.close()
+    assert not errors, errors
+
+
+def shot(page: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path

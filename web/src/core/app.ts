@@ -1,0 +1,76 @@
+// The shell: tabs from GET /api/views, the run list, and a poll that reloads on new data.
+import { getJson } from "../api/client";
+import type { RunsResponse, ViewEntry } from "../api/types";
+import { VIEWS } from "../views/registry";
+import { RunList } from "./runlist";
+import { BoardState, h, type ViewInstance } from "./state";
+
+export async function start(root: HTMLElement): Promise<void> {
+  const state = new BoardState();
+  const params = new URLSearchParams(location.search);
+  const pollMs = Math.max(200, Number(params.get("poll") ?? "5000") || 5000);
+
+  const tabs = h("nav", { class: "tabs", id: "tabs" });
+  const status = h("span", { class: "status", id: "status" });
+  const side = h("aside", { class: "sidebar" });
+  const main = h("main", { class: "content", id: "content" });
+  root.append(
+    h("header", {}, h("span", { class: "logo" }, "tensorsight"), tabs, status),
+    h("div", { class: "layout" }, side, main),
+  );
+  const runList = new RunList(side, state);
+
+  let current: ViewInstance | null = null;
+  let currentName = "";
+
+  async function show(name: string): Promise<void> {
+    currentName = name;
+    for (const b of tabs.querySelectorAll("button")) b.classList.toggle("selected", b.dataset.view === name);
+    current?.dispose();
+    current = null;
+    main.replaceChildren();
+    const loader = VIEWS[name];
+    if (!loader) {
+      main.append(h("p", { class: "error-text" }, `This board has no front end for view ${name}.`));
+      return;
+    }
+    const mod = await loader();
+    if (currentName !== name) return;
+    const el = h("div", { class: `view view-${name}`, id: `view-${name}` });
+    main.append(el);
+    current = mod.render(el, { state });
+    location.hash = name;
+  }
+
+  state.subscribe((reason) => {
+    runList.render();
+    current?.refresh(reason);
+  });
+
+  async function poll(): Promise<void> {
+    try {
+      const runs = await getJson<RunsResponse>("/api/runs");
+      const changed = state.update(runs);
+      status.textContent = `${runs.runs.length} runs · updated ${new Date().toLocaleTimeString()}`;
+      status.classList.remove("error-text");
+      if (changed) state.emit("data");
+    } catch (err) {
+      status.textContent = `server unreachable: ${String(err)}`;
+      status.classList.add("error-text");
+    }
+  }
+
+  const { views } = await getJson<{ views: ViewEntry[] }>("/api/views");
+  for (const v of views) {
+    const button = h("button", { type: "button", "data-view": v.name, title: v.reason }, v.title);
+    button.disabled = !v.enabled;
+    if (!v.has_data) button.classList.add("empty");
+    button.addEventListener("click", () => void show(v.name));
+    tabs.append(button);
+  }
+  await poll();
+  const wanted = location.hash.slice(1);
+  const first = views.find((v) => v.name === wanted && v.enabled) ?? views.find((v) => v.has_data) ?? views[0];
+  if (first) await show(first.name);
+  window.setInterval(() => void poll(), pollMs);
+}

@@ -1,0 +1,404 @@
+// A small canvas line chart: thousands of points per series, two y axes, log y,
+// box-select zoom, non-finite markers and highlighted points. State that tests read is
+// mirrored into data-* attributes of the canvas.
+import { formatClock, formatDuration, formatNumber, logTicks, niceTicks } from "./format";
+
+export type XKind = "step" | "relative" | "wall_time";
+
+export interface ChartSeries {
+  label: string;
+  color: string;
+  x: number[];
+  /** Values drawn as the main line (smoothed when smoothing is on). */
+  y: number[];
+  /** Raw values drawn faintly behind `y` when smoothing is on. */
+  raw?: number[];
+  axis: 0 | 1;
+  dashed?: boolean;
+  /** Points to mark with a highlight ring (threshold matches). */
+  highlight?: boolean[];
+}
+
+export interface Range {
+  lo: number;
+  hi: number;
+}
+
+export interface ZoomBox {
+  x: Range;
+  y: Range | null;
+}
+
+export interface ChartOptions {
+  xKind: XKind;
+  yLog: boolean;
+  xRange: Range | null;
+  yRange: Range | null;
+  axisLabels: [string, string];
+  onZoom?: (box: ZoomBox) => void;
+}
+
+const PAD = { left: 58, right: 14, top: 14, bottom: 28 };
+const RIGHT_AXIS = 54;
+
+function finiteRange(values: Iterable<number>, log: boolean): Range | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const v of values) {
+    if (!Number.isFinite(v) || (log && v <= 0)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (lo > hi) return null;
+  if (lo === hi) {
+    const d = log ? lo * 0.5 : Math.abs(lo) * 0.1 || 1;
+    return { lo: lo - d, hi: hi + d };
+  }
+  if (!log) {
+    const pad = (hi - lo) * 0.05;
+    return { lo: lo - pad, hi: hi + pad };
+  }
+  return { lo: lo / 1.2, hi: hi * 1.2 };
+}
+
+export function formatX(kind: XKind, v: number): string {
+  if (kind === "wall_time") return formatClock(v);
+  if (kind === "relative") return formatDuration(v);
+  return formatNumber(v);
+}
+
+export class LineChart {
+  readonly canvas: HTMLCanvasElement;
+  private series: ChartSeries[] = [];
+  private opts: ChartOptions;
+  private drag: { x0: number; y0: number; x1: number; y1: number } | null = null;
+  private xr: Range = { lo: 0, hi: 1 };
+  private yr: [Range, Range] = [{ lo: 0, hi: 1 }, { lo: 0, hi: 1 }];
+  private readonly cssHeight: number;
+
+  constructor(parent: HTMLElement, opts: ChartOptions, height = 240) {
+    this.opts = opts;
+    this.cssHeight = height;
+    this.canvas = document.createElement("canvas");
+    this.canvas.className = "chart";
+    this.canvas.style.height = `${height}px`;
+    parent.append(this.canvas);
+    this.canvas.addEventListener("mousedown", (e) => this.onDown(e));
+    window.addEventListener("mousemove", this.moveListener);
+    window.addEventListener("mouseup", this.upListener);
+  }
+
+  private readonly moveListener = (e: MouseEvent): void => this.onMove(e);
+  private readonly upListener = (): void => this.onUp();
+
+  /** Remove the window listeners (call when the chart leaves the page). */
+  destroy(): void {
+    window.removeEventListener("mousemove", this.moveListener);
+    window.removeEventListener("mouseup", this.upListener);
+  }
+
+  /** Pixel width of the plot area: the `width` the API should downsample to. */
+  plotWidth(): number {
+    const w = this.canvas.clientWidth || 600;
+    return Math.max(50, Math.round(w - PAD.left - PAD.right - RIGHT_AXIS));
+  }
+
+  setData(series: ChartSeries[], opts: Partial<ChartOptions> = {}): void {
+    this.series = series;
+    this.opts = { ...this.opts, ...opts };
+    this.draw();
+  }
+
+  private hasRight(): boolean {
+    return this.series.some((s) => s.axis === 1);
+  }
+
+  /** The plot area, computed once per draw (reading clientWidth forces a layout). */
+  private box = { x: PAD.left, y: PAD.top, w: 100, h: 100 };
+
+  private measureBox(): void {
+    const w = this.canvas.clientWidth || 600;
+    const right = PAD.right + (this.hasRight() ? RIGHT_AXIS : 0);
+    this.box = { x: PAD.left, y: PAD.top, w: w - PAD.left - right, h: this.cssHeight - PAD.top - PAD.bottom };
+  }
+
+  private plotBox(): { x: number; y: number; w: number; h: number } {
+    return this.box;
+  }
+
+  private sx(v: number): number {
+    const b = this.plotBox();
+    return b.x + ((v - this.xr.lo) / (this.xr.hi - this.xr.lo || 1)) * b.w;
+  }
+
+  private sy(v: number, axis: 0 | 1): number {
+    const b = this.plotBox();
+    const r = this.yr[axis];
+    if (this.opts.yLog) {
+      const t = (Math.log10(v) - Math.log10(r.lo)) / (Math.log10(r.hi) - Math.log10(r.lo) || 1);
+      return b.y + b.h - t * b.h;
+    }
+    return b.y + b.h - ((v - r.lo) / (r.hi - r.lo || 1)) * b.h;
+  }
+
+  private invX(px: number): number {
+    const b = this.plotBox();
+    return this.xr.lo + ((px - b.x) / b.w) * (this.xr.hi - this.xr.lo);
+  }
+
+  private invY(py: number): number {
+    const b = this.plotBox();
+    const t = (b.y + b.h - py) / b.h;
+    const r = this.yr[0];
+    if (this.opts.yLog) return Math.pow(10, Math.log10(r.lo) + t * (Math.log10(r.hi) - Math.log10(r.lo)));
+    return r.lo + t * (r.hi - r.lo);
+  }
+
+  private computeRanges(): void {
+    if (this.opts.xRange) {
+      this.xr = this.opts.xRange;
+    } else {
+      // no padding on x: the data spans the chart
+      let lo = Infinity;
+      let hi = -Infinity;
+      for (const s of this.series) {
+        for (const x of s.x) {
+          if (x < lo) lo = x;
+          if (x > hi) hi = x;
+        }
+      }
+      if (!(hi >= lo)) this.xr = { lo: 0, hi: 1 };
+      else if (lo === hi) this.xr = { lo: lo - 1, hi: hi + 1 };
+      else this.xr = { lo, hi };
+    }
+    for (const axis of [0, 1] as const) {
+      if (axis === 0 && this.opts.yRange) {
+        this.yr[0] = this.opts.yRange;
+        continue;
+      }
+      const vals: number[] = [];
+      for (const s of this.series) {
+        if (s.axis !== axis) continue;
+        const { x, y, raw } = s;
+        for (let i = 0; i < x.length; i++) {
+          const xi = x[i] as number;
+          if (xi < this.xr.lo || xi > this.xr.hi) continue;
+          vals.push(y[i] as number);
+          if (raw) vals.push(raw[i] as number);
+        }
+      }
+      this.yr[axis] = finiteRange(vals, this.opts.yLog) ?? (this.opts.yLog ? { lo: 0.1, hi: 10 } : { lo: 0, hi: 1 });
+    }
+  }
+
+  draw(): void {
+    const dpr = window.devicePixelRatio || 1;
+    const cssW = this.canvas.clientWidth || 600;
+    this.canvas.width = Math.round(cssW * dpr);
+    this.canvas.height = Math.round(this.cssHeight * dpr);
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, cssW, this.cssHeight);
+    this.measureBox();
+    this.computeRanges();
+    const b = this.plotBox();
+    this.drawAxes(ctx, b);
+
+    let points = 0;
+    let nonfinite = 0;
+    let highlighted = 0;
+    let hiddenLog = 0;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(b.x, b.y, b.w, b.h);
+    ctx.clip();
+    for (const s of this.series) {
+      if (s.raw) this.drawLine(ctx, s, s.raw, true);
+      const drawn = this.drawLine(ctx, s, s.y, false);
+      points += drawn.points;
+      hiddenLog += drawn.hidden;
+      if (s.highlight) {
+        ctx.fillStyle = "#e6007e";
+        s.x.forEach((x, i) => {
+          const v = (s.raw ?? s.y)[i] as number;
+          if (!s.highlight?.[i] || !Number.isFinite(v) || (this.opts.yLog && v <= 0)) return;
+          if (x < this.xr.lo || x > this.xr.hi) return;
+          ctx.beginPath();
+          ctx.arc(this.sx(x), this.sy(v, s.axis), 2.2, 0, Math.PI * 2);
+          ctx.fill();
+          highlighted++;
+        });
+      }
+    }
+    ctx.restore();
+    // non-finite markers sit on the plot edges: +Inf top, -Inf bottom, NaN top (hollow)
+    for (const s of this.series) {
+      const vals = s.raw ?? s.y;
+      s.x.forEach((x, i) => {
+        const v = vals[i] as number;
+        if (Number.isFinite(v) || x < this.xr.lo || x > this.xr.hi) return;
+        nonfinite++;
+        const px = this.sx(x);
+        ctx.fillStyle = s.color;
+        ctx.strokeStyle = "#c00";
+        ctx.lineWidth = 1.5;
+        ctx.beginPath();
+        if (Number.isNaN(v)) {
+          ctx.moveTo(px, b.y - 6);
+          ctx.lineTo(px + 5, b.y);
+          ctx.lineTo(px, b.y + 6);
+          ctx.lineTo(px - 5, b.y);
+          ctx.closePath();
+          ctx.stroke();
+        } else if (v > 0) {
+          ctx.moveTo(px, b.y - 2);
+          ctx.lineTo(px + 5, b.y + 7);
+          ctx.lineTo(px - 5, b.y + 7);
+          ctx.closePath();
+          ctx.fill();
+          ctx.stroke();
+        } else {
+          ctx.moveTo(px, b.y + b.h + 2);
+          ctx.lineTo(px + 5, b.y + b.h - 7);
+          ctx.lineTo(px - 5, b.y + b.h - 7);
+          ctx.closePath();
+          ctx.fill();
+          ctx.stroke();
+        }
+      });
+    }
+    if (this.drag) {
+      const { x0, y0, x1, y1 } = this.drag;
+      ctx.fillStyle = "rgba(30, 120, 220, 0.15)";
+      ctx.strokeStyle = "rgba(30, 120, 220, 0.8)";
+      ctx.fillRect(Math.min(x0, x1), Math.min(y0, y1), Math.abs(x1 - x0), Math.abs(y1 - y0));
+      ctx.strokeRect(Math.min(x0, x1), Math.min(y0, y1), Math.abs(x1 - x0), Math.abs(y1 - y0));
+    }
+    const d = this.canvas.dataset;
+    d.points = String(points);
+    d.nonfinite = String(nonfinite);
+    d.highlighted = String(highlighted);
+    d.hiddenLog = String(hiddenLog);
+    d.ylog = String(this.opts.yLog);
+    d.xlo = String(this.xr.lo);
+    d.xhi = String(this.xr.hi);
+    d.series = String(this.series.length);
+    d.axes = this.hasRight() ? "2" : "1";
+    d.smoothed = String(this.series.some((s) => s.raw !== undefined));
+  }
+
+  private drawLine(
+    ctx: CanvasRenderingContext2D,
+    s: ChartSeries,
+    ys: number[],
+    faint: boolean,
+  ): { points: number; hidden: number } {
+    ctx.strokeStyle = s.color;
+    ctx.globalAlpha = faint ? 0.25 : 1;
+    ctx.lineWidth = faint ? 1 : 1.6;
+    ctx.setLineDash(s.dashed ? [6, 4] : []);
+    ctx.beginPath();
+    let pen = false;
+    let points = 0;
+    let hidden = 0;
+    for (let i = 0; i < s.x.length; i++) {
+      const v = ys[i] as number;
+      if (!Number.isFinite(v) || (this.opts.yLog && v <= 0)) {
+        if (this.opts.yLog && Number.isFinite(v)) hidden++;
+        pen = false;
+        continue;
+      }
+      const px = this.sx(s.x[i] as number);
+      const py = this.sy(v, s.axis);
+      if (pen) ctx.lineTo(px, py);
+      else ctx.moveTo(px, py);
+      pen = true;
+      points++;
+    }
+    if (points === 1) {
+      // a single point: draw a dot so it is visible
+      const i = ys.findIndex((v) => Number.isFinite(v));
+      ctx.arc(this.sx(s.x[i] as number), this.sy(ys[i] as number, s.axis), 2, 0, Math.PI * 2);
+    }
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.globalAlpha = 1;
+    return { points: faint ? 0 : points, hidden: faint ? 0 : hidden };
+  }
+
+  private drawAxes(ctx: CanvasRenderingContext2D, b: { x: number; y: number; w: number; h: number }): void {
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.strokeStyle = "#ddd";
+    ctx.fillStyle = "#555";
+    ctx.lineWidth = 1;
+    const xt = niceTicks(this.xr.lo, this.xr.hi, Math.max(2, Math.floor(b.w / 90)));
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    for (const t of xt) {
+      const px = this.sx(t);
+      if (px < b.x - 0.5 || px > b.x + b.w + 0.5) continue;
+      ctx.beginPath();
+      ctx.moveTo(px, b.y);
+      ctx.lineTo(px, b.y + b.h);
+      ctx.stroke();
+      ctx.fillText(formatX(this.opts.xKind, t), px, b.y + b.h + 6);
+    }
+    const axes: (0 | 1)[] = this.hasRight() ? [0, 1] : [0];
+    for (const axis of axes) {
+      const r = this.yr[axis];
+      const yt = this.opts.yLog ? logTicks(r.lo, r.hi) : niceTicks(r.lo, r.hi, Math.max(2, Math.floor(b.h / 40)));
+      ctx.textAlign = axis === 0 ? "right" : "left";
+      ctx.textBaseline = "middle";
+      for (const t of yt) {
+        const py = this.sy(t, axis);
+        if (py < b.y - 0.5 || py > b.y + b.h + 0.5) continue;
+        if (axis === 0) {
+          ctx.beginPath();
+          ctx.moveTo(b.x, py);
+          ctx.lineTo(b.x + b.w, py);
+          ctx.stroke();
+        }
+        ctx.fillText(formatNumber(t), axis === 0 ? b.x - 6 : b.x + b.w + 6, py);
+      }
+    }
+    ctx.strokeStyle = "#999";
+    ctx.strokeRect(b.x, b.y, b.w, b.h);
+  }
+
+  private local(e: MouseEvent): { x: number; y: number } {
+    const rect = this.canvas.getBoundingClientRect();
+    return { x: e.clientX - rect.left, y: e.clientY - rect.top };
+  }
+
+  private onDown(e: MouseEvent): void {
+    const p = this.local(e);
+    const b = this.plotBox();
+    if (p.x < b.x || p.x > b.x + b.w || p.y < b.y || p.y > b.y + b.h) return;
+    e.preventDefault();
+    this.drag = { x0: p.x, y0: p.y, x1: p.x, y1: p.y };
+  }
+
+  private onMove(e: MouseEvent): void {
+    if (!this.drag) return;
+    const p = this.local(e);
+    const b = this.plotBox();
+    this.drag.x1 = Math.min(Math.max(p.x, b.x), b.x + b.w);
+    this.drag.y1 = Math.min(Math.max(p.y, b.y), b.y + b.h);
+    this.draw();
+  }
+
+  private onUp(): void {
+    const d = this.drag;
+    if (!d) return;
+    this.drag = null;
+    if (Math.abs(d.x1 - d.x0) < 5) {
+      this.draw();
+      return;
+    }
+    const x = { lo: this.invX(Math.min(d.x0, d.x1)), hi: this.invX(Math.max(d.x0, d.x1)) };
+    // a flat box (under 5 px tall) zooms x only
+    const y = Math.abs(d.y1 - d.y0) < 5 ? null : { lo: this.invY(Math.max(d.y0, d.y1)), hi: this.invY(Math.min(d.y0, d.y1)) };
+    this.opts.onZoom?.({ x, y });
+  }
+}

@@ -1,0 +1,9 @@
+// View name -> lazy module exporting render(el, ctx). One line per view.
+import type { RenderFn } from "../core/state";
+
+export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
+  scalars: () => import("./scalars/index"),
+  histograms: () => import("./histograms/index"),
+  images: () => import("./images/index"),
+  text: () => import("./text/index"),
+};
