@@ -1,0 +1,296 @@
+"""Dumping a training step: tensorsight.dump vs msprobe (mindstudio-probe) vs the plain step.
+
+Models: a 50-layer 1024-wide MLP (batch 64, SGD step) and a tiny CNN (two convs, batch 8,
+32x32). Each case times one training step (forward, backward, optimizer step) plus
+``.step()`` of the dump; the dump is closed (writer drained) after the timed steps and
+that drain is timed separately for tensor mode. msprobe runs in a child process (the
+interpreter named by ``MSPROBE_PYTHON``, else this one if ``import msprobe`` works) that
+times its own plain step and its captured steps, so each tool's overhead is measured
+against a plain step in the same process. ``dd`` measures the disk's sequential write
+speed (``conv=fdatasync``) in the same run.
+
+Goals (issue 4): statistics mode <= 1.5x the plain step on the MLP and <= 3x on the tiny
+CNN; tensor mode writes at >= 70 % of dd's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from benchmarks.harness import Harness, Result
+
+# Shared by this process and the msprobe child (kept as source so both build the same models).
+MODELS = r"""
+import torch
+
+def build(kind, quick):
+    torch.manual_seed(0)
+    if kind == "mlp":
+        layers, width, batch = (10, 256, 32) if quick else (50, 1024, 64)
+        mods = []
+        for _ in range(layers):
+            mods += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+        model = torch.nn.Sequential(*mods)
+        x = torch.randn(batch, width)
+    else:
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(), torch.nn.Linear(16, 10),
+        )
+        x = torch.randn(8, 3, 32, 32)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step
+"""
+
+MSPROBE_CHILD = r"""
+import json, os, sys, tempfile, time, statistics
+import torch
+torch.set_num_threads(int(sys.argv[4]))
+from msprobe.pytorch import PrecisionDebugger
+ns = {}
+exec(sys.argv[1], ns)
+kind, steps, quick = sys.argv[2], int(sys.argv[3]), sys.argv[6] == "1"
+model, step = ns["build"](kind, quick)
+for _ in range(2):
+    step()
+plain = []
+for _ in range(steps):
+    t = time.perf_counter(); step(); plain.append(time.perf_counter() - t)
+out = {"plain": plain}
+for task, level in json.loads(sys.argv[5]):
+    tmp = tempfile.mkdtemp(prefix="bench_msprobe_")
+    cfg = {"task": task, "dump_path": os.path.join(tmp, "dump"), "rank": [], "step": [],
+           "level": level, "enable_dataloader": False,
+           task: {"scope": [], "list": [], "data_mode": ["all"]}}
+    path = os.path.join(tmp, "config.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    debugger = PrecisionDebugger(config_path=path)
+    times = []
+    for i in range(steps + 1):
+        t = time.perf_counter()
+        debugger.start(model)
+        step()
+        debugger.stop()
+        debugger.step()
+        if i:  # the first captured step builds hooks
+            times.append(time.perf_counter() - t)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp) for f in fs)
+    out[f"{task} {level}"] = times
+    out[f"{task} {level} bytes"] = size
+    PrecisionDebugger._instance = None
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _models() -> Any:
+    ns: dict[str, Any] = {}
+    exec(MODELS, ns)
+    return ns["build"]
+
+
+def _msprobe_python() -> str | None:
+    env = os.environ.get("MSPROBE_PYTHON")
+    if env:
+        return env
+    probe = subprocess.run(
+        [sys.executable, "-c", "import msprobe"], capture_output=True, check=False
+    )
+    return sys.executable if probe.returncode == 0 else None
+
+
+def _dd_speed(folder: str, mib: int) -> float:
+    """Bytes per second of ``dd`` writing ``mib`` MiB with fdatasync."""
+    target = os.path.join(folder, "dd.bin")
+    start = time.perf_counter()
+    subprocess.run(
+        ["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={mib}", "conv=fdatasync"],
+        capture_output=True,
+        check=True,
+    )
+    elapsed = time.perf_counter() - start
+    os.unlink(target)
+    return mib * (1 << 20) / elapsed
+
+
+def _bytes_in(folder: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files
+    )
+
+
+def _tensorsight(h: Harness, label: str, step: Any, steps: int, **kwargs: Any) -> Result:
+    import tensorsight
+
+    folder = tempfile.mkdtemp(prefix="bench_dump_")
+    try:
+        d = tensorsight.dump(os.path.join(folder, "d"), **kwargs).start()
+        step()  # warm: hooks, caches, writer thread
+        d.step()
+        result = h.results.setdefault(label, Result(label))
+        for _ in range(steps):
+            t = time.perf_counter()
+            step()
+            d.step()
+            result.seconds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        d.close()
+        drain = time.perf_counter() - t
+        size = _bytes_in(folder)
+        total = sum(result.seconds) + drain
+        result.notes.update(bytes=str(size), drain=f"{drain:.3f}", total=f"{total:.3f}")
+        return result
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _plain(h: Harness, label: str, step: Any, steps: int) -> Result:
+    for _ in range(2):
+        step()
+    result = h.results.setdefault(label, Result(label))
+    for _ in range(steps):
+        t = time.perf_counter()
+        step()
+        result.seconds.append(time.perf_counter() - t)
+    return result
+
+
+def _writer_only(h: Harness, total_mib: int) -> float:
+    """Bytes per second of the dump writer alone: 4 MiB float32 tensors, queued then drained."""
+    import torch
+
+    import tensorsight
+
+    folder = tempfile.mkdtemp(prefix="bench_writer_")
+    tensors = [torch.randn(1 << 20) for _ in range(8)]
+    try:
+        start = time.perf_counter()
+        with tensorsight.dump(os.path.join(folder, "d"), mode="tensor", level="api"):
+            for i in range(total_mib // 4):
+                torch.neg(tensors[i % len(tensors)])  # one op: input + output stored (8 MiB)
+        elapsed = time.perf_counter() - start
+        written = _bytes_in(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    h.results["writer only (tensor mode, 4 MiB tensors)"] = Result(
+        "writer only (tensor mode, 4 MiB tensors)", [elapsed]
+    )
+    return written / elapsed
+
+
+def _msprobe(h: Harness, python: str, kind: str, steps: int, tasks: list[list[str]]) -> None:
+    threads = str(max(1, min(os.cpu_count() or 1, 4)))
+    proc = subprocess.run(
+        [
+            python,
+            "-c",
+            MSPROBE_CHILD,
+            MODELS,
+            kind,
+            str(steps),
+            threads,
+            json.dumps(tasks),
+            "1" if h.quick else "0",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=3600,
+    )
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if line is None:
+        h.note(f"msprobe ({kind}) failed: {proc.stderr.strip()[-300:]}")
+        return
+    out = json.loads(line[len("RESULT ") :])
+    plain = statistics.median(out["plain"])
+    h.results[f"{kind} plain (msprobe child)"] = Result(
+        f"{kind} plain (msprobe child)", list(out["plain"])
+    )
+    for task, level in tasks:
+        key = f"{task} {level}"
+        label = f"{kind} msprobe {key}"
+        h.results[label] = Result(label, list(out[key]))
+        ratio = statistics.median(out[key]) / plain
+        best = min(out[key]) / min(out["plain"])
+        mb = out[f"{key} bytes"] / 1e6
+        h.note(
+            f"{label}: x{ratio:.2f} the plain step in its process (fastest runs: x{best:.2f}), "
+            f"{mb:.1f} MB written"
+        )
+
+
+def run(h: Harness) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, min(os.cpu_count() or 1, 4)))
+    build = _models()
+    steps = 2 if h.quick else max(3, h.repeat)
+    msprobe_python = _msprobe_python()
+
+    # ---------------------------------------------------------------- MLP
+    _, mlp_step = build("mlp", h.quick)
+    plain = _plain(h, "mlp plain step", mlp_step, steps)
+    stats = _tensorsight(h, "mlp tensorsight statistics", mlp_step, steps)
+    md5 = _tensorsight(h, "mlp tensorsight md5", mlp_step, steps, mode="md5")
+    tensor = _tensorsight(h, "mlp tensorsight tensor", mlp_step, steps, mode="tensor")
+    h.compare("mlp plain step")
+    for r in (stats, md5, tensor):
+        h.note(
+            f"{r.label}: x{r.median / plain.median:.2f} the plain step "
+            f"(fastest runs: x{min(r.seconds) / min(plain.seconds):.2f})"
+        )
+    written = int(tensor.notes["bytes"])
+    total = float(tensor.notes["total"])
+    extra = max(total - steps * plain.median, 1e-9)
+    folder = tempfile.mkdtemp(prefix="bench_dd_")
+    try:
+        dd = _dd_speed(folder, 64 if h.quick else 1024)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    rate = written / extra
+    h.note(
+        f"tensor mode: {written / 1e6:.0f} MB in {total:.2f} s incl. drain "
+        f"({tensor.notes['drain']} s); {rate / 1e6:.0f} MB/s over the plain step's time "
+        f"= {rate / dd:.0%} of dd's {dd / 1e6:.0f} MB/s (goal >= 70%)"
+    )
+    wrate = _writer_only(h, 256 if h.quick else 2048)
+    h.note(f"writer alone: {wrate / 1e6:.0f} MB/s = {wrate / dd:.0%} of dd's speed")
+    if msprobe_python:
+        _msprobe(
+            h,
+            msprobe_python,
+            "mlp",
+            steps,
+            [["statistics", "L1"], ["statistics", "mix"], ["tensor", "L1"]],
+        )
+    else:
+        h.note("msprobe not found: set MSPROBE_PYTHON to an interpreter with mindstudio-probe")
+
+    # ---------------------------------------------------------------- tiny CNN
+    _, cnn_step = build("cnn", h.quick)
+    cnn_steps = steps * 5
+    cnn_plain = _plain(h, "cnn plain step", cnn_step, cnn_steps)
+    cnn_stats = _tensorsight(h, "cnn tensorsight statistics", cnn_step, cnn_steps)
+    h.note(
+        f"{cnn_stats.label}: x{cnn_stats.median / cnn_plain.median:.2f} the plain step "
+        f"(fastest runs: x{min(cnn_stats.seconds) / min(cnn_plain.seconds):.2f})"
+    )
+    if msprobe_python:
+        _msprobe(h, msprobe_python, "cnn", cnn_steps, [["statistics", "L1"]])

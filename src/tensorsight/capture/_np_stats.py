@@ -1,0 +1,58 @@
+"""Statistics and fingerprints of numpy arrays (no torch): used by ONNX dumps and writers."""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+
+from tensorsight.capture.schema import TensorStats
+
+__all__ = ["array_bytes", "array_stats", "fingerprint", "stats_from_values"]
+
+
+def stats_from_values(values: list[float]) -> TensorStats:
+    """``[min, max, sum, sumsq, nan, +inf, -inf, numel]`` -> :class:`TensorStats`."""
+    mn, mx, s, sq, nan, pinf, ninf, n = values
+    return TensorStats(
+        min=mn,
+        max=mx,
+        mean=s / n,
+        norm=math.sqrt(sq) if sq == sq else sq,  # NaN stays NaN
+        nan_count=int(nan),
+        posinf_count=int(pinf),
+        neginf_count=int(ninf),
+    )
+
+
+def array_stats(a: np.ndarray) -> list[float] | None:
+    """The stats list of :func:`stats_from_values` with float64 accumulation (None if empty)."""
+    n = a.size
+    if n == 0 or a.dtype.kind not in "biuf":
+        return None
+    x = a.astype(np.float64, copy=False).reshape(-1)
+    mn, mx = float(x.min()), float(x.max())
+    s = float(x.sum())
+    sq = float(np.dot(x, x))
+    counts = [0.0, 0.0, 0.0]
+    if not (math.isfinite(mn) and math.isfinite(mx)):
+        counts = [
+            float(np.isnan(x).sum()),
+            float(np.count_nonzero(x == np.inf)),
+            float(np.count_nonzero(x == -np.inf)),
+        ]
+    return [mn, mx, s, sq, *counts, float(n)]
+
+
+def array_bytes(a: np.ndarray) -> memoryview:
+    """Contiguous little-endian bytes of an array."""
+    c = np.ascontiguousarray(a)
+    if c.dtype.byteorder == ">":
+        c = c.astype(c.dtype.newbyteorder("<"))
+    return memoryview(c.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+
+
+def fingerprint(a: np.ndarray) -> str:
+    """CRC-32 of the array's bytes, 8 hex digits (the dump's ``md5`` mode)."""
+    return f"{zlib.crc32(array_bytes(a)) & 0xFFFFFFFF:08x}"

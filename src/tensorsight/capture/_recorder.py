@@ -1,0 +1,272 @@
+"""Recorder: turns tensors seen by a torch capture backend into queued op-table rows.
+
+Backends call :meth:`Recorder.wants` (include/exclude filters), :meth:`Recorder.snapshot`
+(statistics, fingerprints and tensor copies, taken at the moment the op sees the tensor),
+then :meth:`Recorder.commit` (assigns the execution index and queues the rows).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import traceback
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tensorsight.capture import _torch_stats as ts
+from tensorsight.capture.writer import MEASURE_COPY, DumpWriter
+
+__all__ = ["Recorder", "Snapshot", "user_stack"]
+
+_SKIP_DIRS = (
+    os.path.dirname(torch.__file__),
+    os.path.dirname(os.path.abspath(__file__)),
+)
+
+
+def user_stack(limit: int = 12) -> str:
+    """The caller's stack without torch and tensorsight frames, innermost last."""
+    frames = [
+        f
+        for f in traceback.extract_stack()
+        if not f.filename.startswith(_SKIP_DIRS) and "<frozen" not in f.filename
+    ]
+    return "\n".join(f"{f.filename}:{f.lineno} in {f.name}" for f in frames[-limit:])
+
+
+@dataclass
+class Snapshot:
+    """What was taken from one tensor when an op saw it."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+    stats: Any
+    fingerprint: str | None
+    copy: Any
+    same_as: str | None
+    store: bool = True
+
+
+class Recorder:
+    """Applies filters and mode to tensors and feeds the :class:`DumpWriter`.
+
+    Args:
+        writer: Destination.
+        mode: ``statistics``, ``tensor`` or ``md5``.
+        include: Glob patterns; an op is kept when one matches its name or module path.
+        exclude: Glob patterns; an op is dropped when one matches its name or module path.
+        stack: Record the user call stack of each forward op.
+    """
+
+    def __init__(
+        self,
+        writer: DumpWriter,
+        *,
+        mode: str,
+        include: Sequence[str] | None,
+        exclude: Sequence[str] | None,
+        stack: bool,
+    ) -> None:
+        self.writer = writer
+        self.mode = mode
+        self.include = tuple(include or ())
+        self.exclude = tuple(exclude or ())
+        self.stack = stack
+        self.index = 0
+        self.cache = ts.StatsCache()  # statistics and fingerprints: valid across steps
+        self.copies = ts.StatsCache()  # stored copies: shards belong to one step
+        self._wants: dict[tuple[str, str], bool] = {}
+        self._copy_id = 0
+        self._bumped: list[tuple[weakref.ref[torch.Tensor], int, Any]] = []
+
+    def new_step(self) -> None:
+        """Restart the execution index (cached statistics stay valid across steps)."""
+        self.index = 0
+        self.copies.clear()
+
+    def wants(self, op: str, module_path: str) -> bool:
+        """Whether the filters keep an op (memoized)."""
+        key = (op, module_path)
+        hit = self._wants.get(key)
+        if hit is None:
+            hit = _matches(self.include, op, module_path) if self.include else True
+            if hit and self.exclude and _matches(self.exclude, op, module_path):
+                hit = False
+            self._wants[key] = hit
+        return hit
+
+    def snapshot(
+        self, named: Iterable[tuple[str, torch.Tensor]], *, fresh: bool = False
+    ) -> list[Snapshot]:
+        """Statistics (and copies or fingerprints) of tensors, taken now.
+
+        ``fresh`` skips the cache: outputs of ops that write into their inputs, whose
+        version counter is bumped only after the op returns (and never by collectives).
+        """
+        if self._bumped:
+            self._flush_bumped()
+        return [self._one(name, t, fresh) for name, t in named]
+
+    def after_bump(
+        self, named: Sequence[tuple[str, torch.Tensor]], snaps: Sequence[Snapshot]
+    ) -> None:
+        """Remember measurements of an in-place op's outputs for after its version bump.
+
+        Autograd bumps the version counter of a tensor written in place only after the op
+        returns; the measurement becomes reusable (cached) once the bump is seen, at the next
+        snapshot. A tensor whose version did not move by exactly one is not cached.
+        """
+        for (_, t), s in zip(named, snaps, strict=True):
+            if s.stats is not None and s.stats is not MEASURE_COPY and t.numel() > _CACHE_MIN_NUMEL:
+                self._bumped.append((weakref.ref(t), t._version + 1, s.stats))
+
+    def _flush_bumped(self) -> None:
+        for ref, version, stats in self._bumped:
+            t = ref()
+            if t is not None and t._version == version:
+                self.cache.put(self.cache.key(t, exact=False), t, stats)
+        self._bumped.clear()
+
+    def _one(self, name: str, t: torch.Tensor, fresh: bool = False) -> Snapshot:
+        cache = self.cache
+        # small tensors are cheaper to measure again than to look up
+        fresh = fresh or t.numel() <= _CACHE_MIN_NUMEL
+        dtype = ts.dtype_name(t.dtype)
+        if self.mode == "tensor" and t.device.type == "cpu" and dtype in _STORABLE:
+            return self._copied(name, t, dtype, fresh)
+        key = None if fresh else cache.key(t, exact=False)
+        stats = cache.get(key)
+        if stats is None:
+            stats = ts.stats_tensor(t)
+            cache.put(key, t, stats)
+        fp = copy = same_as = None
+        if self.mode != "statistics":
+            exact = None if fresh else cache.key(t, exact=True)
+            ekey = None if exact is None else ("exact", *exact)
+            hit = cache.get(ekey)
+            if self.mode == "md5":
+                if hit is None:
+                    hit = ts.fingerprint(t)
+                    cache.put(ekey, t, hit)
+                fp = hit
+            elif t.device.type != "meta" and dtype in _STORABLE:
+                hit = self.copies.get(ekey)
+                if hit is None:
+                    self._copy_id += 1
+                    same_as = f"c{self._copy_id}"
+                    copy = _cpu_copy(t)
+                    self.copies.put(ekey, t, same_as)
+                else:
+                    same_as = hit
+        return Snapshot(
+            name, tuple(t.shape), ts.dtype_name(t.dtype), str(t.device), stats, fp, copy, same_as
+        )
+
+    def _copied(self, name: str, t: torch.Tensor, dtype: str, fresh: bool) -> Snapshot:
+        """Mode tensor, CPU tensors: copy now; the writer thread measures and stores the copy.
+
+        The copy is needed anyway, so measuring it moves that work off the training thread.
+        (For modes statistics and md5 a copy would cost more than measuring in place: fresh
+        large allocations page-fault.)
+        """
+        cache = self.copies
+        key = None if fresh else cache.key(t, exact=self.mode != "statistics")
+        same_as = cache.get(key)
+        copy = None
+        if same_as is None:
+            self._copy_id += 1
+            same_as = f"c{self._copy_id}"
+            copy = _cpu_copy(t)
+            cache.put(key, t, same_as)
+        fp = MEASURE_COPY if self.mode == "md5" else None
+        store = self.mode == "tensor"
+        return Snapshot(
+            name, tuple(t.shape), dtype, str(t.device), MEASURE_COPY, fp, copy, same_as, store
+        )
+
+    def commit(
+        self,
+        op: str,
+        direction: str,
+        module_path: str,
+        snaps: Sequence[Snapshot],
+        *,
+        grad_fn: str | None = None,
+        stack: str | None = None,
+    ) -> None:
+        """Queue the rows of one op under the next execution index."""
+        index = self.index
+        self.index += 1
+        for s in snaps:
+            row = {
+                "index": index,
+                "op": op,
+                "direction": direction,
+                "module_path": module_path,
+                "tensor": s.name,
+                "shape": list(s.shape),
+                "dtype": s.dtype,
+                "device": s.device,
+                "fingerprint": s.fingerprint,
+                "data": None,
+                "grad_fn": grad_fn,
+                "stack": stack,
+            }
+            self.writer.add(row, s.stats, s.copy, s.same_as, s.store)
+
+
+_CACHE_MIN_NUMEL = 1 << 13
+
+_STORABLE = frozenset(
+    {
+        "float64",
+        "float32",
+        "float16",
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint8",
+        "bool",
+    }
+)
+
+
+def _cpu_copy(t: torch.Tensor) -> torch.Tensor:
+    x = t.detach()
+    if x.device.type == "cpu":
+        return x.clone(memory_format=torch.contiguous_format)
+    return x.to("cpu", copy=True).contiguous()
+
+
+def _matches(patterns: tuple[str, ...], op: str, module_path: str) -> bool:
+    return any(fnmatch.fnmatchcase(op, p) or fnmatch.fnmatchcase(module_path, p) for p in patterns)
+
+
+def iter_tensors(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
+    """Name the tensors in an argument list / output: ``prefix.0``, ``prefix.1.0``, ..."""
+    out: list[tuple[str, torch.Tensor]] = []
+    if isinstance(value, torch.Tensor):
+        return [(f"{prefix}.0", value)]
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if isinstance(v, torch.Tensor):
+                out.append((f"{prefix}.{i}", v))
+            elif isinstance(v, (list, tuple)):
+                out.extend(
+                    (f"{prefix}.{i}.{j}", x) for j, x in enumerate(v) if isinstance(x, torch.Tensor)
+                )
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, torch.Tensor):
+                out.append((f"{prefix}.{k}", v))
+    return out

@@ -1,0 +1,79 @@
+"""Torch-side construction of a dump session (imported only once torch is needed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import _disable_current_modes
+
+from tensorsight.capture import _torch_stats as ts
+from tensorsight.capture._modules import ModuleTracker
+from tensorsight.capture._recorder import Recorder
+from tensorsight.capture.backends import CAPTURE_BACKENDS
+from tensorsight.capture.writer import DumpWriter, base_manifest
+
+__all__ = ["build", "rank_and_world"]
+
+
+def rank_and_world() -> tuple[int, int]:
+    """This process's rank and the world size (torch.distributed, else RANK/WORLD_SIZE)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _device() -> str:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        return f"cuda:{torch.cuda.current_device()}"
+    return "cpu"
+
+
+def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -> tuple[Any, ...]:
+    """Writer, recorder, module tracker and backend for one rank."""
+    manifest = base_manifest(
+        mode=options["mode"],
+        level=options["level"],
+        framework="torch",
+        framework_version=torch.__version__,
+        device=_device(),
+        rank=rank,
+        world_size=world_size,
+    )
+    writer = DumpWriter(
+        rank_dir,
+        manifest,
+        to_stats=ts.stats_from_values,
+        to_bytes=ts.tensor_bytes,
+        measure=ts.stats_tensor,
+        fingerprint=ts.fingerprint,
+        max_queue_bytes=options["max_queue_bytes"],
+        shard_bytes=options["shard_bytes"],
+    )
+    recorder = Recorder(
+        writer,
+        mode=options["mode"],
+        include=options["include"],
+        exclude=options["exclude"],
+        stack=options["stack"],
+    )
+    backend_cls = CAPTURE_BACKENDS.get(options["level"])
+
+    def on_param_grad(path: str, name: str, param: torch.nn.Parameter) -> None:
+        backend = holder[0]
+        if not backend.is_active or param.grad is None:
+            return
+        op = "tensorsight.param_grad"
+        if not recorder.wants(op, path):
+            return
+        with _disable_current_modes():
+            snaps = recorder.snapshot([(f"param.{name}", param), (f"grad.{name}", param.grad)])
+            recorder.commit(op, "backward", path, snaps)
+
+    tracker = ModuleTracker(on_param_grad if options["level"] in ("op", "module") else None)
+    backend = backend_cls(recorder, tracker)
+    holder = [backend]
+    return writer, recorder, tracker, backend

@@ -1,0 +1,192 @@
+"""Statistics, fingerprints and identity keys of torch tensors (imported only with torch).
+
+Statistics run on the tensor's own device: the tensor is copied once into float64 (exact
+for every float and for integers up to 2**53), then min/max, the sum and the sum of
+squares come from that copy, so nothing is ever accumulated in bf16 or fp16. The result is
+a small float64 tensor on the device; turning it into Python numbers (a device sync)
+happens later, on the background writer thread.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+import zlib
+from typing import Any
+
+import torch
+
+from tensorsight.capture._np_stats import array_stats, stats_from_values
+
+__all__ = [
+    "StatsCache",
+    "dtype_name",
+    "fingerprint",
+    "stats_from_values",
+    "stats_tensor",
+    "tensor_bytes",
+]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.bfloat16`` -> ``"bfloat16"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+_NUMPY_DTYPES = frozenset(
+    {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32, torch.int16,
+     torch.int8, torch.uint8}
+)  # fmt: skip
+_SMALL = 1 << 13  # elements; below this, numpy's per-call overhead beats torch's
+
+
+def stats_tensor(t: torch.Tensor) -> torch.Tensor | list[float] | None:
+    """``[min, max, sum, sumsq, nan, +inf, -inf, numel]`` in float64, on ``t``'s device.
+
+    The three counts are computed only when min/max are not finite; on CPU the check is
+    free, on accelerators the counts are always computed to avoid a sync. Small CPU
+    tensors go through numpy (same float64 arithmetic, a tenth of the call overhead) and
+    come back as a list. Returns ``None`` for empty and meta tensors.
+    """
+    x = t.detach()
+    n = x.numel()
+    if n == 0 or x.device.type == "meta":
+        return None
+    if n <= _SMALL and x.device.type == "cpu" and x.dtype in _NUMPY_DTYPES:
+        try:
+            arr = x.numpy()
+        except (RuntimeError, TypeError):  # conjugate/negative views, subclasses
+            pass
+        else:
+            return array_stats(arr)
+    if x.is_complex():
+        x = torch.view_as_real(x)
+        n = x.numel()
+    if x.dtype == torch.bool:
+        x = x.to(torch.uint8)
+    xd = _scratch(n, x.device).view(x.shape).copy_(x).view(-1)
+    if x.dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+        mn, mx = torch.aminmax(x)
+    else:
+        mn, mx = torch.aminmax(xd)
+    s = xd.sum()
+    sq = torch.dot(xd, xd)
+    if x.device.type == "cpu":  # the values are needed on the host anyway: no stacking
+        lo, hi = mn.item(), mx.item()
+        counts = [0.0, 0.0, 0.0]
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            counts = [float(c.item()) for c in _counts(xd)]
+        return [float(lo), float(hi), s.item(), sq.item(), *counts, float(n)]
+    numel = torch.tensor(float(n), dtype=torch.float64, device=x.device)
+    dev = [mn.to(torch.float64), mx.to(torch.float64), s, sq]
+    return torch.stack([*dev, *_counts(xd), numel])
+
+
+_SCRATCH: dict[Any, torch.Tensor] = {}
+_SCRATCH_MAX = 1 << 25  # elements (256 MiB of float64); larger tensors get their own buffer
+
+
+def _scratch(n: int, device: torch.device) -> torch.Tensor:
+    """A reusable float64 buffer of ``n`` elements (fresh 8-byte-per-element allocations
+    page-fault on every call and cost more than the statistics themselves)."""
+    if n > _SCRATCH_MAX:
+        return torch.empty(n, dtype=torch.float64, device=device)
+    key: Any = device
+    if device.type == "cuda":  # one buffer per stream: reuse is ordered only within a stream
+        key = (device, torch.cuda.current_stream(device).cuda_stream)
+    buf = _SCRATCH.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.empty(max(n, 1 << 16), dtype=torch.float64, device=device)
+        _SCRATCH[key] = buf
+    return buf[:n]
+
+
+def _counts(xd: torch.Tensor) -> list[torch.Tensor]:
+    return [
+        torch.isnan(xd).sum().to(torch.float64),
+        (xd == math.inf).sum().to(torch.float64),
+        (xd == -math.inf).sum().to(torch.float64),
+    ]
+
+
+def tensor_bytes(t: torch.Tensor) -> memoryview:
+    """The contiguous little-endian bytes of a CPU tensor (no copy when already contiguous)."""
+    flat = t.detach().contiguous().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.view(torch.uint8)
+    return memoryview(flat.view(torch.uint8).numpy()).cast("B")  # type: ignore[arg-type]
+
+
+def fingerprint(t: torch.Tensor) -> str:
+    """CRC-32 of the tensor's bytes as 8 hex digits (see :data:`schema.FINGERPRINT_HASH`)."""
+    x = t.detach()
+    if x.device.type != "cpu":
+        x = x.cpu()
+    if x.is_conj():
+        x = x.resolve_conj()
+    return f"{zlib.crc32(tensor_bytes(x)) & 0xFFFFFFFF:08x}"
+
+
+def _canonical_layout(t: torch.Tensor) -> tuple[tuple[int, int], ...]:
+    """(stride, size) pairs with size-1 dims dropped and mergeable dims merged.
+
+    Two tensors on the same storage offset with equal canonical layouts hold the same set
+    of elements (``w`` and ``w.t()``, ``x`` and ``x.view(-1)``), so their statistics agree.
+    """
+    pairs = sorted((st, sz) for st, sz in zip(t.stride(), t.shape, strict=True) if sz != 1)
+    merged: list[tuple[int, int]] = []
+    for st, sz in pairs:
+        if merged and merged[-1][0] * merged[-1][1] == st:
+            pst, psz = merged[-1]
+            merged[-1] = (pst, psz * sz)
+        else:
+            merged.append((st, sz))
+    return tuple(merged)
+
+
+class StatsCache:
+    """Reuses work for tensors already seen in this step (weights read by several ops).
+
+    An entry is valid while the tensor that produced it is alive (so its memory cannot be
+    reused) and the shared version counter is unchanged (no in-place write since).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], tuple[weakref.ref[torch.Tensor], Any]] = {}
+
+    @staticmethod
+    def key(t: torch.Tensor, *, exact: bool) -> tuple[Any, ...] | None:
+        """Identity of ``t``'s elements; ``exact`` also requires the same shape and strides."""
+        if (
+            t.device.type == "meta"
+            or t.is_sparse
+            or type(t) not in (torch.Tensor, torch.nn.Parameter)
+        ):
+            return None
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):
+            return None
+        layout: Any = (tuple(t.shape), t.stride()) if exact else _canonical_layout(t)
+        return (ptr, t.storage_offset(), t.dtype, t.device, t._version, exact, layout)
+
+    def get(self, key: tuple[Any, ...] | None) -> Any:
+        """Cached value or ``None``."""
+        if key is None:
+            return None
+        hit = self._entries.get(key)
+        if hit is None or hit[0]() is None:
+            return None
+        return hit[1]
+
+    def put(self, key: tuple[Any, ...] | None, t: torch.Tensor, value: Any) -> None:
+        """Remember ``value`` for ``key`` while ``t`` lives."""
+        if key is None:
+            return
+        if len(self._entries) > 50_000:
+            self._entries = {k: v for k, v in self._entries.items() if v[0]() is not None}
+        self._entries[key] = (weakref.ref(t), value)
+
+    def clear(self) -> None:
+        """Forget everything (at step boundaries)."""
+        self._entries.clear()

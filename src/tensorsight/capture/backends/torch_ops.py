@@ -1,0 +1,107 @@
+"""TorchOpCapture: every ATen op, forward and backward, through a TorchDispatchMode.
+
+Backward ops run inside autograd nodes: ``torch._C._current_autograd_node()`` names the
+node, and its sequence number is the one autograd gave the forward op that created it.
+Collectives (``c10d.*``) are waited for before their outputs are recorded.
+In forward, the number handed out last is ``_get_sequence_nr() - 1`` inside the op that
+created it (the first op to see a new number), so forward ops store
+``sequence number -> (module path, stack)`` and backward ops look theirs up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from tensorsight.capture._recorder import iter_tensors, user_stack
+from tensorsight.capture.backends.base import CaptureBackend
+
+__all__ = ["TorchOpCapture"]
+
+_get_seq = torch._C._autograd._get_sequence_nr
+_current_node: Any = torch._C._current_autograd_node
+
+
+class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    def __init__(self, owner: TorchOpCapture) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.owner = owner
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        owner = self.owner
+        rec = owner.recorder
+        op = str(func)
+        node = _current_node()
+        grad_fn = stack = None
+        if node is None:
+            direction = "forward"
+            module_path = owner.tracker.current
+            seq = _get_seq() - 1
+            if seq not in owner.seq_info:
+                stack = user_stack() if rec.stack else None
+                owner.seq_info[seq] = (module_path, stack)
+            else:
+                stack = owner.seq_info[seq][1] if rec.stack else None
+        else:
+            direction = "backward"
+            grad_fn = node.name()
+            module_path, stack = owner.seq_info.get(node._sequence_nr(), ("", None))
+        if not rec.wants(op, module_path):
+            return func(*args, **kwargs)
+        named = iter_tensors(args, "input")
+        if kwargs:
+            named += [(f"input.{k}", v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
+        snaps = rec.snapshot(named)
+        out = func(*args, **kwargs)
+        if op.startswith("c10d."):
+            _wait_for_collective(out)
+        fresh = owner.mutates.get(func)
+        if fresh is None:
+            fresh = bool(func._schema.is_mutable) or op.startswith("c10d.")
+            owner.mutates[func] = fresh
+        outputs = iter_tensors(out, "output")
+        out_snaps = rec.snapshot(outputs, fresh=fresh)
+        if fresh and not op.startswith("c10d."):
+            rec.after_bump(outputs, out_snaps)
+        snaps += out_snaps
+        rec.commit(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack)
+        return out
+
+
+def _wait_for_collective(out: Any) -> None:
+    """Wait for an async collective so its outputs hold the reduced values when recorded.
+
+    This makes the collective synchronous while capturing (an overlap change, not a
+    numerical one); without it the recorded outputs would race with the communication.
+    """
+    items = out if isinstance(out, (list, tuple)) else [out]
+    for item in items:
+        if not isinstance(item, torch.Tensor) and callable(getattr(item, "wait", None)):
+            item.wait()
+
+
+class TorchOpCapture(CaptureBackend):
+    """Level ``op``: ATen ops in forward and backward, with module paths for both."""
+
+    level = "op"
+
+    def __init__(self, recorder: Any, tracker: Any = None) -> None:
+        super().__init__(recorder, tracker)
+        self.seq_info: dict[int, tuple[str, str | None]] = {}
+        self.mutates: dict[Any, bool] = {}
+        self._mode: _Mode | None = None
+
+    def new_step(self) -> None:
+        self.seq_info.clear()
+
+    def _start(self) -> None:
+        self._mode = _Mode(self)
+        self._mode.__enter__()  # type: ignore[no-untyped-call]
+
+    def _stop(self) -> None:
+        mode, self._mode = self._mode, None
+        if mode is not None:
+            mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]

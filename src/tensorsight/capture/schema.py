@@ -1,0 +1,355 @@
+"""The dump format: every on-disk shape of a tensorsight dump, version 1.
+
+This docstring is the spec (``docs/formats/dump.md`` explains it with examples).
+
+Layout of a dump folder ``DUMP``::
+
+    DUMP/
+      rank0/                       one folder per rank (rank 0 without torch.distributed)
+        manifest.json              DumpManifest, rewritten atomically after every step
+        step0/                     one folder per recorded step
+          ops.parquet              the op table, once the step has ended (compacted)
+          ops.jsonl                the append-only op table log while the step runs; it
+                                   stays (and is read) only when the run stopped mid-step
+          tensors-00000.safetensors  full tensors (mode "tensor"), one shard per ~256 MiB
+        step3/ ...
+      rank1/ ...
+
+Op table: one row per recorded tensor (:class:`TensorRecord`); the rows of one op share
+``index``, ``op``, ``direction``, ``module_path``, ``grad_fn`` and ``stack``, and the table is
+in execution order (forward, then backward, as they ran). The JSONL log holds one JSON
+object per line with the :class:`TensorRecord` field names; a line cut off by a crash is
+ignored. The Parquet file has the same columns (``shape`` is ``list<int64>``).
+
+Tensor shards are standard safetensors files (8-byte little-endian header length, JSON
+header, raw little-endian data), so bf16 and fp8 survive bit for bit and a reader can
+memory-map them. A row's ``data`` is ``"<shard file>:<key>"``; several rows may point at
+one stored tensor (a weight read by several ops is stored once per version).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tensorsight.errors import DumpFormatError, SchemaVersionError
+
+__all__ = [
+    "DIRECTIONS",
+    "FINGERPRINT_HASH",
+    "FORMAT_NAME",
+    "LEVELS",
+    "MODES",
+    "SCHEMA_VERSION",
+    "DumpManifest",
+    "OpRecord",
+    "StepInfo",
+    "TensorRecord",
+    "TensorStats",
+]
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "tensorsight-dump"
+MODES = ("statistics", "tensor", "md5")
+LEVELS = ("op", "module", "api")
+DIRECTIONS = ("forward", "backward")
+# mode "md5" stores this fingerprint: CRC-32 (zlib, IEEE 802.3 polynomial) of the tensor's
+# contiguous little-endian bytes, as 8 lowercase hex digits (the hash msprobe's md5 mode uses).
+FINGERPRINT_HASH = "crc32"
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """Statistics of one tensor, computed on its device with float64 accumulation.
+
+    ``min``/``max`` are exact; ``mean`` and ``norm`` (L2) are accumulated in float64, over
+    every element. All four are NaN when the tensor holds a NaN (``mean``/``norm`` are
+    infinite or NaN when it holds infinities).
+    The three counts say how many elements are NaN, +Inf and -Inf. All values are ``None``
+    for an empty tensor (the counts are 0) and for dtypes without an order (complex).
+    """
+
+    min: float | None
+    max: float | None
+    mean: float | None
+    norm: float | None
+    nan_count: int = 0
+    posinf_count: int = 0
+    neginf_count: int = 0
+
+    @property
+    def has_nonfinite(self) -> bool:
+        """Whether the tensor holds a NaN or an infinity."""
+        return bool(self.nan_count or self.posinf_count or self.neginf_count)
+
+
+@dataclass(frozen=True)
+class TensorRecord:
+    """One row of the op table: one tensor seen by one op.
+
+    Attributes:
+        index: Position of the op in execution order within the step (0, 1, ...).
+        op: Operator name: ``aten.addmm.default`` (level op), ``Linear`` (level module,
+            the class name), ``torch.nn.functional.linear`` (level api); the special op
+            ``tensorsight.param_grad`` holds a parameter and its gradient once
+            accumulated. msprobe dumps keep msprobe's names (``Functional.linear.0.forward``).
+        direction: ``"forward"`` or ``"backward"``.
+        module_path: Dotted path of the innermost running ``nn.Module`` (root named by its
+            class, e.g. ``MLP.layers.0``); for backward ops, of the forward op they
+            differentiate; ``""`` outside any module.
+        tensor: Which tensor of the op: ``input.0``, ``input.<kwarg>``, ``output.1``,
+            ``param.weight``, ``grad.weight``.
+        shape: Tensor shape.
+        dtype: Dtype name without the ``torch.`` prefix (``float32``, ``bfloat16``).
+        device: Device the tensor lived on (``cpu``, ``cuda:0``).
+        stats: Statistics; ``None`` when not computed.
+        fingerprint: CRC-32 hex digest (mode ``md5``) or ``None``.
+        data: ``"<shard>:<key>"`` of the stored tensor (mode ``tensor``) or ``None``.
+        grad_fn: Autograd node running a backward op (``AddmmBackward0``) or ``None``.
+        stack: User call stack (``file:line in func`` lines) when ``stack=True``.
+    """
+
+    index: int
+    op: str
+    direction: str
+    module_path: str
+    tensor: str
+    shape: tuple[int, ...]
+    dtype: str
+    device: str = "cpu"
+    stats: TensorStats | None = None
+    fingerprint: str | None = None
+    data: str | None = None
+    grad_fn: str | None = None
+    stack: str | None = None
+
+    @property
+    def name(self) -> str:
+        """Full row name: ``<op>.<direction>.<tensor>`` (msprobe rows keep their own)."""
+        if any(part in self.op for part in (".forward", ".backward", ".parameters_grad")):
+            return f"{self.op}.{self.tensor}"
+        return f"{self.op}.{self.direction}.{self.tensor}"
+
+    @property
+    def numel(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def to_row(self) -> dict[str, Any]:
+        """Flat dict with the op-table column names (stats fields inlined)."""
+        row = {
+            "index": self.index,
+            "op": self.op,
+            "direction": self.direction,
+            "module_path": self.module_path,
+            "tensor": self.tensor,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "device": self.device,
+            "fingerprint": self.fingerprint,
+            "data": self.data,
+            "grad_fn": self.grad_fn,
+            "stack": self.stack,
+        }
+        stats = self.stats
+        for key in STAT_COLUMNS:
+            row[key] = None if stats is None else getattr(stats, key)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TensorRecord:
+        """Inverse of :meth:`to_row`; raises DumpFormatError on a malformed row."""
+        try:
+            has_stats = row.get("min") is not None or row.get("nan_count") is not None
+            stats = (
+                TensorStats(
+                    min=row.get("min"),
+                    max=row.get("max"),
+                    mean=row.get("mean"),
+                    norm=row.get("norm"),
+                    nan_count=int(row.get("nan_count") or 0),
+                    posinf_count=int(row.get("posinf_count") or 0),
+                    neginf_count=int(row.get("neginf_count") or 0),
+                )
+                if has_stats
+                else None
+            )
+            return cls(
+                index=int(row["index"]),
+                op=str(row["op"]),
+                direction=str(row["direction"]),
+                module_path=str(row.get("module_path") or ""),
+                tensor=str(row["tensor"]),
+                shape=tuple(int(d) for d in row["shape"]),
+                dtype=str(row["dtype"]),
+                device=str(row.get("device") or "cpu"),
+                stats=stats,
+                fingerprint=row.get("fingerprint"),
+                data=row.get("data"),
+                grad_fn=row.get("grad_fn"),
+                stack=row.get("stack"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"Op table row {row!r:.200}: {exc}. Expected the columns of TensorRecord."
+            raise DumpFormatError(msg) from exc
+
+
+STAT_COLUMNS = ("min", "max", "mean", "norm", "nan_count", "posinf_count", "neginf_count")
+# Column order of the op table (JSONL keys and Parquet columns).
+COLUMNS = (
+    "index",
+    "op",
+    "direction",
+    "module_path",
+    "tensor",
+    "shape",
+    "dtype",
+    "device",
+    *STAT_COLUMNS,
+    "fingerprint",
+    "data",
+    "grad_fn",
+    "stack",
+)
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One recorded op: the identity fields shared by its rows, plus the rows.
+
+    Attributes:
+        index: Execution order within the step.
+        op: Operator name (see :class:`TensorRecord`).
+        direction: ``"forward"`` or ``"backward"``.
+        module_path: Innermost module (for backward ops, of the forward op).
+        tensors: The op's rows, inputs first, then outputs, in argument order.
+        grad_fn: Autograd node of a backward op, else ``None``.
+        stack: User call stack when recorded.
+    """
+
+    index: int
+    op: str
+    direction: str
+    module_path: str
+    tensors: tuple[TensorRecord, ...]
+    grad_fn: str | None = None
+    stack: str | None = None
+
+    @property
+    def inputs(self) -> tuple[TensorRecord, ...]:
+        """Rows named ``input.*`` (and ``param.*``)."""
+        return tuple(t for t in self.tensors if not t.tensor.startswith(("output", "grad")))
+
+    @property
+    def outputs(self) -> tuple[TensorRecord, ...]:
+        """Rows named ``output.*`` (and ``grad.*``)."""
+        return tuple(t for t in self.tensors if t.tensor.startswith(("output", "grad")))
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One step of one rank in the manifest.
+
+    Attributes:
+        step: The step number (0-based, counted by ``.step()``).
+        complete: Whether the step ended normally (its op table is compacted).
+        op_count: Ops recorded.
+        tensor_count: Rows recorded.
+        bytes_written: Bytes of tensor shards.
+        outputs_fingerprint: CRC-32 over the outputs given to ``record_outputs``/``run_step``.
+        observer_identical: Result of ``check_observer`` (``None`` when not checked).
+    """
+
+    step: int
+    complete: bool = False
+    op_count: int = 0
+    tensor_count: int = 0
+    bytes_written: int = 0
+    outputs_fingerprint: str | None = None
+    observer_identical: bool | None = None
+
+
+@dataclass(frozen=True)
+class DumpManifest:
+    """``rank<N>/manifest.json``: who wrote this rank's dump, how, and whether it finished.
+
+    Attributes:
+        schema_version: :data:`SCHEMA_VERSION` of the writer.
+        format: Always :data:`FORMAT_NAME`.
+        mode: ``statistics``, ``tensor`` or ``md5``.
+        level: ``op``, ``module``, ``api`` (or ``onnx`` for ``dump-onnx``).
+        framework: ``torch``, ``onnxruntime`` or ``onnx.reference``.
+        framework_version: Its version string.
+        tensorsight_version: Version of the writer.
+        python_version: ``sys.version`` of the writer (first word).
+        device: Main device (``cpu``, ``cuda:0``) or the ONNX execution provider.
+        rank: This rank.
+        world_size: Number of ranks (1 without torch.distributed).
+        command_line: ``sys.argv`` of the writing process.
+        created: Wall time (seconds since the epoch) the dump started.
+        complete: ``True`` only after a normal close; a crash leaves ``False``.
+        incomplete_reason: Why the dump is incomplete (an error message), if known.
+        fingerprint_hash: :data:`FINGERPRINT_HASH`.
+        dtypes: Every dtype recorded, sorted.
+        steps: One :class:`StepInfo` per recorded step, in order.
+        extra: Backend-specific facts (ONNX: lost fusions, graph optimization level).
+    """
+
+    mode: str
+    level: str
+    framework: str
+    framework_version: str
+    tensorsight_version: str
+    python_version: str
+    device: str
+    rank: int
+    world_size: int
+    command_line: tuple[str, ...]
+    created: float
+    complete: bool = False
+    incomplete_reason: str | None = None
+    fingerprint_hash: str = FINGERPRINT_HASH
+    dtypes: tuple[str, ...] = ()
+    steps: tuple[StepInfo, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+    format: str = FORMAT_NAME
+
+    def to_json(self) -> str:
+        """Serialize as pretty JSON."""
+        return json.dumps(asdict(self), indent=1, sort_keys=True, allow_nan=True)
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = "manifest.json") -> DumpManifest:
+        """Parse and validate; raises DumpFormatError or SchemaVersionError."""
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            msg = f"Manifest {source!r}: not valid JSON ({exc}). Expected a tensorsight manifest."
+            raise DumpFormatError(msg) from exc
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
+            got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+            msg = (
+                f"Manifest {source!r}: not a tensorsight dump manifest. "
+                f"Expected format {FORMAT_NAME!r}, got {got!r}."
+            )
+            raise DumpFormatError(msg)
+        version = raw.get("schema_version")
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            msg = (
+                f"Manifest {source!r}: schema version {version!r} is newer than this "
+                f"tensorsight knows. Expected <= {SCHEMA_VERSION}. Upgrade tensorsight."
+            )
+            raise SchemaVersionError(msg)
+        try:
+            steps = tuple(StepInfo(**s) for s in raw.pop("steps", ()))
+            raw["command_line"] = tuple(raw.get("command_line", ()))
+            raw["dtypes"] = tuple(raw.get("dtypes", ()))
+            return cls(steps=steps, **raw)
+        except TypeError as exc:
+            msg = f"Manifest {source!r}: {exc}. Expected the fields of DumpManifest."
+            raise DumpFormatError(msg) from exc

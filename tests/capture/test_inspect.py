@@ -1,0 +1,43 @@
+"""inspect_dump / format_inspection: op counts, table head, sizes, NaN/Inf."""
+
+from __future__ import annotations
+
+import torch
+
+import tensorsight
+from tensorsight.capture import format_inspection, inspect_dump
+
+
+def test_inspection_counts_and_finds_nonfinite(tmp_path):
+    x = torch.tensor([1.0, 0.0, -1.0])
+    with tensorsight.dump(tmp_path / "d", mode="tensor") as d:
+        (x / 0).sum()
+        d.step()
+        torch.relu(x)
+    ins = inspect_dump(tmp_path / "d", head=3)
+    assert (ins.format, ins.mode, ins.level, ins.complete) == ("tensorsight", "tensor", "op", True)
+    assert ins.size_bytes > 0
+    s0, s1 = ins.steps
+    assert (s0.step, s0.op_count, s0.forward_ops, s0.backward_ops) == (0, 2, 2, 0)
+    assert dict(s0.op_counts) == {"aten.div.Tensor": 1, "aten.sum.default": 1}
+    assert len(s0.head) == 3
+    assert [t.tensor for t in s0.nonfinite] == ["output.0", "input.0", "output.0"]
+    assert s1.nonfinite == ()
+    text = format_inspection(ins)
+    assert "rank 0 step 0: 2 ops (2 forward, 0 backward)" in text
+    assert "3 tensors with NaN/Inf" in text
+    assert "nan=1 +inf=1 -inf=1" in text
+    assert "no NaN/Inf" in text
+
+
+def test_inspection_of_an_incomplete_dump(tmp_path):
+    try:
+        with tensorsight.dump(tmp_path / "d"):
+            torch.ones(2) + 1
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    ins = inspect_dump(tmp_path / "d")
+    assert not ins.complete
+    assert "INCOMPLETE" in format_inspection(ins)
+    assert "KeyboardInterrupt" in ins.incomplete_reasons[0]

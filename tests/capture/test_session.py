@@ -1,0 +1,291 @@
+"""dump(): modes, steps, overwrite rules, crashes, full disks, the observer check."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+import tensorsight
+from tensorsight.capture import DumpManifest, read_dump
+from tensorsight.errors import CaptureError, UsageError
+from tests.capture.conftest import train_step
+
+
+def test_unknown_mode_and_level_list_the_choices(tmp_path):
+    with pytest.raises(UsageError, match="Expected one of statistics, tensor, md5"):
+        tensorsight.dump(tmp_path, mode="full")
+    with pytest.raises(UsageError, match="Expected one of op, module, api"):
+        tensorsight.dump(tmp_path, level="kernel")
+    with pytest.raises(UsageError, match="non-negative integers"):
+        tensorsight.dump(tmp_path, steps=[-1])
+    with pytest.raises(UsageError, match="non-negative integers"):
+        tensorsight.dump(tmp_path, ranks="0")
+
+
+def test_non_empty_folder_is_refused_unless_overwrite(tmp_path, model, batch):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match=r"not empty \(holds 'notes.txt'\).*overwrite=True"):
+        tensorsight.dump(tmp_path).start()
+    target = tmp_path / "d"
+    with tensorsight.dump(target):
+        train_step(model, batch)
+    with pytest.raises(UsageError, match="holds 'rank0'"):
+        tensorsight.dump(target).start()
+    with tensorsight.dump(target, overwrite=True, mode="md5"):
+        train_step(model, batch)
+    assert read_dump(target).manifest().mode == "md5"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="is a file"):
+        tensorsight.dump(tmp_path / "file").start()
+
+
+def test_steps_filter_and_trailing_step(tmp_path, model, batch):
+    with tensorsight.dump(tmp_path / "d", steps=[1, 3]) as d:
+        for _ in range(5):
+            train_step(model, batch)
+            d.step()
+    dump = read_dump(tmp_path / "d")
+    assert dump.steps() == [1, 3]
+    m = dump.manifest()
+    assert m.complete
+    assert [s.step for s in m.steps] == [1, 3]
+    assert all(s.complete and s.op_count > 0 for s in m.steps)
+    assert (tmp_path / "d/rank0/step1/ops.parquet").is_file()
+    assert not (tmp_path / "d/rank0/step1/ops.jsonl").exists()
+
+
+def test_manifest_describes_the_run(tmp_path, model, batch):
+    with tensorsight.dump(tmp_path / "d", mode="tensor") as d:
+        d.run_step(train_step, model, batch)
+    m = read_dump(tmp_path / "d").manifest()
+    assert (m.framework, m.framework_version) == ("torch", torch.__version__)
+    assert (m.rank, m.world_size, m.device, m.level) == (0, 1, "cpu", "op")
+    assert m.dtypes == ("float32", "int64") or "float32" in m.dtypes
+    assert m.command_line == tuple(sys.argv)
+    assert m.steps[0].bytes_written > 0
+    assert m.steps[0].outputs_fingerprint is not None
+    assert m.fingerprint_hash == "crc32"
+
+
+def test_md5_mode_is_crc32_of_the_bytes(tmp_path, batch):
+    with tensorsight.dump(tmp_path / "d", mode="md5"):
+        torch.relu(batch)
+    row = read_dump(tmp_path / "d").step().ops[0].inputs[0]
+    assert row.fingerprint == f"{zlib.crc32(batch.numpy().tobytes()):08x}"
+    assert row.data is None
+
+
+def test_md5_matches_msprobe_for_the_same_tensor(tmp_path, msprobe_data):
+    # msprobe's md5 dump of a tiny model whose input was torch.randn(3, 4) after seed 0
+    ms = read_dump(msprobe_data / "md5_L0").step()
+    ms_row = ms.ops[0].inputs[0]
+    ms_tensor = read_dump(msprobe_data / "tensor_L1").step()
+    x = ms_tensor.load(ms_tensor.ops[0].inputs[0])
+    with tensorsight.dump(tmp_path / "d", mode="md5"):
+        torch.relu(torch.from_numpy(x.copy()))
+    ours = read_dump(tmp_path / "d").step().ops[0].inputs[0]
+    assert ours.fingerprint == ms_row.fingerprint
+
+
+def test_tensor_mode_stores_each_version_once(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(128, 128)  # big enough for the identity cache (> 8192 elements)
+    with tensorsight.dump(tmp_path / "d", mode="tensor", shard_bytes=1 << 16) as d:
+        model(torch.ones(2, 128)).sum().backward()
+        d.step()
+    step = read_dump(tmp_path / "d").step()
+    weight_rows = [t for t in step.rows if t.shape in ((128, 128),) and t.tensor != "grad.weight"]
+    weight_rows = [
+        t for t in weight_rows if step.load(t).tobytes() == model.weight.detach().numpy().tobytes()
+    ]
+    assert [t.tensor for t in weight_rows] == ["input.0", "param.weight"]
+    assert len({t.data for t in weight_rows}) == 1  # stored once, referenced twice
+    shards = sorted(p.name for p in (tmp_path / "d/rank0/step0").glob("*.safetensors"))
+    assert len(shards) > 1
+    for row in step.rows:
+        assert step.load(row).shape == row.shape
+    step.close()
+
+
+def test_back_pressure_with_a_tiny_queue(tmp_path, model, batch):
+    with tensorsight.dump(tmp_path / "d", mode="tensor", max_queue_bytes=64) as d:
+        for _ in range(3):
+            train_step(model, batch)
+            d.step()
+    assert read_dump(tmp_path / "d").steps() == [0, 1, 2]
+
+
+def _failing_run(path, model, batch):
+    with tensorsight.dump(path):
+        train_step(model, batch)
+        raise RuntimeError("boom")
+
+
+def test_exception_marks_the_dump_incomplete(tmp_path, model, batch):
+    with pytest.raises(RuntimeError, match="boom"):
+        _failing_run(tmp_path / "d", model, batch)
+    dump = read_dump(tmp_path / "d")
+    m = dump.manifest()
+    assert not m.complete
+    assert m.incomplete_reason == "RuntimeError: boom"
+    assert not m.steps[0].complete
+    assert len(dump.step().ops) > 0
+
+
+def _child(code: str, tmp_path) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "child.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_a_killed_process_leaves_a_readable_incomplete_dump(tmp_path):
+    out = tmp_path / "d"
+    proc = _child(
+        f"""
+        import os, time, torch, tensorsight
+        d = tensorsight.dump({str(out)!r}, mode="tensor").start()
+        m = torch.nn.Linear(4, 4)
+        m(torch.ones(2, 4)).sum().backward()
+        time.sleep(0.5)           # let the writer catch up (it flushes when idle)
+        os._exit(9)               # no close, no atexit: like a crash
+        """,
+        tmp_path,
+    )
+    assert proc.returncode == 9, proc.stderr
+    dump = read_dump(out)
+    assert not dump.complete
+    step = dump.step()
+    assert (out / "rank0/step0/ops.jsonl").is_file()
+    assert len(step.ops) > 3
+    # the shard of an unfinished step was never written: statistics survive, data does not
+    row = step.rows[0]
+    assert row.stats is not None
+    with pytest.raises(tensorsight.errors.DumpFormatError, match="missing"):
+        step.load(row)
+
+
+def test_a_full_disk_gives_a_clear_error_and_an_incomplete_dump(tmp_path):
+    out = tmp_path / "d"
+    proc = _child(
+        f"""
+        import resource, signal, torch, tensorsight
+        from tensorsight.errors import CaptureError
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # writes past the limit fail with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+        try:
+            with tensorsight.dump({str(out)!r}, mode="tensor") as d:
+                for _ in range(20):
+                    torch.ones(1024, 512) * 2
+                    d.step()
+        except CaptureError as exc:
+            print("CAPTURE-ERROR", exc)
+        """,
+        tmp_path,
+    )
+    assert "CAPTURE-ERROR" in proc.stdout, proc.stderr
+    assert "File too large" in proc.stdout
+    assert "marked incomplete" in proc.stdout
+    manifest = DumpManifest.from_json((out / "rank0/manifest.json").read_text())
+    assert not manifest.complete
+    assert "File too large" in manifest.incomplete_reason
+
+
+def test_check_observer_reports_identical_outputs(tmp_path, model, batch):
+    with tensorsight.dump(tmp_path / "d", check_observer=True) as d:
+        loss = d.run_step(train_step, model, batch)
+        d.run_step(lambda: torch.nn.functional.dropout(torch.ones(100), 0.5))
+    assert loss.ndim == 0
+    assert [c.identical for c in d.observer_checks] == [True, True]
+    m = read_dump(tmp_path / "d").manifest()
+    assert [s.observer_identical for s in m.steps] == [True, True]
+    assert m.steps[0].outputs_fingerprint == d.observer_checks[0].captured_fingerprint
+
+
+def test_ranks_filter_records_nothing_on_other_ranks(tmp_path, model, batch):
+    with tensorsight.dump(tmp_path / "d", ranks=[1]):
+        train_step(model, batch)
+    assert not (tmp_path / "d").exists()
+
+
+def test_session_misuse(tmp_path):
+    d = tensorsight.dump(tmp_path / "d")
+    with pytest.raises(UsageError, match="not started"):
+        d.step()
+    with d:
+        pass
+    with pytest.raises(UsageError, match="closed"):
+        d.step()
+    with pytest.raises(UsageError, match="already started"):
+        d.start()
+
+
+def test_writer_error_surfaces_on_the_recording_thread(tmp_path):
+    from tensorsight.capture import _np_stats
+    from tensorsight.capture.writer import DumpWriter, base_manifest
+
+    m = base_manifest(
+        mode="tensor", level="op", framework="numpy", framework_version=np.__version__,
+        device="cpu", rank=0, world_size=1,
+    )  # fmt: skip
+    w = DumpWriter(
+        tmp_path / "rank0", m, to_stats=_np_stats.stats_from_values, to_bytes=_np_stats.array_bytes
+    )
+    w.begin_step(0)
+    bad = {"index": 0, "op": "x", "direction": "forward", "tensor": "output.0", "shape": [1]}
+    w.add({**bad, "dtype": "complex64"}, None, np.zeros(1, np.complex64))
+    with pytest.raises(CaptureError, match="writing failed"):
+        w.close()
+    saved = json.loads((tmp_path / "rank0/manifest.json").read_text())
+    assert saved["complete"] is False
+
+
+def test_tensor_mode_stores_unchanged_weights_again_in_each_step(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(128, 128)
+    with tensorsight.dump(tmp_path / "d", mode="tensor") as d:
+        for _ in range(2):
+            model(torch.ones(2, 128))
+            d.step()
+    dump = read_dump(tmp_path / "d")
+    for s in dump.steps():
+        step = dump.step(step=s)
+        t_in = next(o for o in step.ops if o.op == "aten.t.default").inputs[0]
+        np.testing.assert_array_equal(step.load(t_in), model.weight.detach().numpy())
+        assert t_in.stats.max == float(model.weight.detach().max())
+        step.close()
+
+
+@pytest.mark.parametrize("mode", ["statistics", "md5", "tensor"])
+def test_large_cpu_tensors_are_measured_on_the_writer_thread(tmp_path, mode):
+    w = torch.randn(256, 128)
+    w[0, 0] = float("nan")
+    with tensorsight.dump(tmp_path / "d", mode=mode):
+        w.t().contiguous()
+        w.t().sum()
+    step = read_dump(tmp_path / "d").step()
+    rows = [r for r in step.rows if r.shape in ((256, 128), (128, 256))]
+    assert len(rows) >= 4
+    for r in rows:
+        assert (r.data is not None) == (mode == "tensor")
+        assert (r.fingerprint is not None) == (mode == "md5")
+        assert r.stats.nan_count == 1
+        assert math.isnan(r.stats.max)  # NaN propagates into min/max/mean/norm
+        assert math.isnan(r.stats.min)
+        assert r.stats.norm != r.stats.norm
+    if mode == "md5":
+        by_layout = {r.fingerprint for r in rows if r.shape == (256, 128)}
+        assert by_layout == {f"{zlib.crc32(w.numpy().tobytes()):08x}"}
+    if mode == "tensor":
+        for r in rows:
+            assert step.load(r).shape == r.shape
+    step.close()
