@@ -1,0 +1,165 @@
+"""compare: engine throughput on a pair of tensor dumps, and the metric kernel's bandwidth.
+
+Two measurements:
+
+1. The fused metric kernel (all 16 built-in metrics of a float32 pair, one pass) against
+   ``numpy.sum`` over the same two arrays in the same run (goal: >= 50 % of its bandwidth).
+2. ``tensorsight compare`` against ``msprobe compare`` (the anchor) on the *same* pair of
+   msprobe tensor dumps of an MLP with one perturbed weight (goal: >= 30x msprobe's MB/s,
+   peak memory independent of dump size). msprobe (``pip install mindstudio-probe``, it runs
+   on the CPU) is looked up in ``$MSPROBE_PYTHONPATH`` (a ``pip install --target`` folder,
+   default ``/tmp/mslib``), then in this environment; without it (and always with
+   ``--quick`` unless ``$MSPROBE_PYTHONPATH`` is set), both dumps are written by
+   ``tensorsight.dump`` and the engine is reported in MB/s against ``numpy.sum`` only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.harness import Harness, python
+
+_MS_DUMP = textwrap.dedent(
+    """
+    import sys, torch
+    from msprobe.pytorch import PrecisionDebugger
+    torch.manual_seed(0)
+    width, layers, batch = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    mods = [m for _ in range(layers) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
+    model = torch.nn.Sequential(*mods)
+    if sys.argv[5] == "bug":
+        with torch.no_grad():
+            model[2 * (layers // 2)].weight.mul_(1.01)
+    x = torch.randn(batch, width)
+    dbg = PrecisionDebugger(task="tensor", dump_path=sys.argv[1], level="L1")
+    dbg.start(model)
+    model(x).sum().backward()
+    dbg.stop()
+    dbg.step()
+    """
+)
+
+_TS_DUMP = textwrap.dedent(
+    """
+    import sys, torch, tensorsight
+    torch.manual_seed(0)
+    width, layers, batch = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    mods = [m for _ in range(layers) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
+    model = torch.nn.Sequential(*mods)
+    if sys.argv[5] == "bug":
+        with torch.no_grad():
+            model[2 * (layers // 2)].weight.mul_(1.01)
+    x = torch.randn(batch, width)
+    with tensorsight.dump(sys.argv[1], mode="tensor", steps=[0], overwrite=True) as d:
+        model(x).sum().backward()
+        d.step()
+    """
+)
+
+
+def _msprobe_env(quick: bool) -> dict[str, str] | None:
+    if quick and "MSPROBE_PYTHONPATH" not in os.environ:
+        return None  # --quick stays a few seconds: the anchor needs minutes
+    extra = os.environ.get("MSPROBE_PYTHONPATH", "/tmp/mslib")
+    env = {"PYTHONPATH": extra} if extra and Path(extra, "msprobe").is_dir() else {}
+    probe = subprocess.run(
+        [python(), "-c", "import msprobe.pytorch"],
+        capture_output=True,
+        env={**os.environ, **env},
+        check=False,
+    )
+    return env if probe.returncode == 0 else None
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _kernel(h: Harness) -> None:
+    from tensorsight.compare.metrics import compare_arrays
+    from tensorsight.compare.metrics.kernel import value_range
+
+    n = 1 << (20 if h.quick else 24)
+    rng = np.random.default_rng(0)
+    bench = rng.standard_normal(n).astype(np.float32)
+    target = (bench + rng.standard_normal(n).astype(np.float32) * 1e-3).astype(np.float32)
+    ranges = value_range(bench), value_range(target)
+    mb = 2 * bench.nbytes / 1e6
+    s = h.measure("numpy.sum (bench + target)", lambda: (bench.sum(), target.sum()))
+    k = h.measure(
+        "kernel: 16 metrics, ranges known",
+        lambda: compare_arrays(bench, target, bench_range=ranges[0], target_range=ranges[1]),
+    )
+    k2 = h.measure("kernel: 16 metrics + min/max pass", lambda: compare_arrays(bench, target))
+    h.note(
+        f"kernel data: 2 x {n:,} float32 = {mb:.0f} MB; numpy.sum {mb / s.median:,.0f} MB/s; "
+        f"kernel {mb / k.median:,.0f} MB/s = {s.median / k.median:.1%} of numpy.sum "
+        f"({mb / k2.median:,.0f} MB/s with the min/max pass); goal >= 50 %"
+    )
+
+
+def run(h: Harness) -> None:
+    """Kernel vs numpy.sum, then the engine vs msprobe on one pair of dumps."""
+    _kernel(h)
+    width, layers, batch = (64, 4, 16) if h.quick else (1024, 50, 256)
+    ms_env = _msprobe_env(h.quick)
+    tmp = Path(tempfile.mkdtemp(prefix="bench_compare_"))
+    try:
+        script = tmp / "make_dump.py"
+        script.write_text(_MS_DUMP if ms_env is not None else _TS_DUMP, encoding="utf-8")
+        env = {**os.environ, **(ms_env or {})}
+        for side, kind in (("bench", "ok"), ("target", "bug")):
+            argv = [python(), str(script), str(tmp / side), str(width), str(layers), str(batch)]
+            subprocess.run([*argv, kind], check=True, env=env, capture_output=True)
+        size = _dir_bytes(tmp / "bench") + _dir_bytes(tmp / "target")
+        # exit 1 (a divergence was found: the planted weight) is the expected outcome
+        ts = h.measure_command(
+            "tensorsight compare",
+            [
+                *("sh", "-c", '"$@"; [ $? -le 1 ]', "sh", python(), "-m", "tensorsight"),
+                *("compare", str(tmp / "bench"), str(tmp / "target"), "-q"),
+                *("-o", str(tmp / "ts_out"), "--format", "csv"),
+            ],
+            repeat=1 if h.quick else None,
+        )
+        _check_exit(ts.label, tmp)
+        if ms_env is not None:
+            steps = [str(tmp / side / "step0") for side in ("target", "bench")]
+            ms = h.measure_command(
+                "msprobe compare (anchor)",
+                [
+                    *(python(), "-m", "msprobe.msprobe", "compare", "--target_path", steps[0]),
+                    *("--golden_path", steps[1], "--output_path", str(tmp / "ms_out")),
+                ],
+                env=ms_env,
+                repeat=1,
+            )
+            h.compare(ms.label)
+            h.note(f"msprobe compare: {size / 1e6 / ms.median:,.1f} MB/s")
+        else:
+            h.compare("numpy.sum (bench + target)")
+            h.note("msprobe anchor skipped (--quick) or not found: for it run")
+            h.note("pip install --target DIR mindstudio-probe (plus its dependencies), then")
+            h.note("MSPROBE_PYTHONPATH=DIR python -m benchmarks compare")
+        h.note(
+            f"dumps: MLP {layers} x Linear({width}) batch {batch}, "
+            f"{'msprobe' if ms_env is not None else 'tensorsight'} tensor format, "
+            f"{size / 1e6:,.0f} MB in both; tensorsight compare {size / 1e6 / ts.median:,.1f} "
+            "MB/s end to end (process start and imports included); goal >= 30x msprobe"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_exit(label: str, tmp: Path) -> None:
+    out = tmp / "ts_out" / "comparison.csv"
+    if not out.is_file():
+        msg = f"{label}: no report written"
+        raise RuntimeError(msg)

@@ -1,0 +1,164 @@
+"""Name the mechanism behind a divergence, with the numbers that point to it.
+
+Each check reads finished rows (nothing is recomputed) and returns an
+:class:`~tensorsight.compare.result.Advice` when its pattern is present:
+
+* ``first-nan``: the first row where NaN/Inf appear on one side only;
+* ``fp16-overflow`` / ``bf16-overflow``: bench magnitudes beyond the target dtype's maximum;
+* ``underflow``: the target flushed to zero a tensor whose bench values are below the target
+  dtype's smallest normal;
+* ``layout-transpose``: the diverging tensor holds the bench's values in another order
+  (sorted values agree; the engine checks this for tensors with a large error);
+* ``scale-error`` / ``shift-error``: cosine ~ 1 but relative distance large (a scale shows in
+  the std ratio, a shift in the means);
+* ``inputs-differ``: the first op's inputs already differ (the runs did not start equal);
+* ``catastrophic-cancellation``: the diverging op's output is much smaller than its inputs;
+* ``accumulation-order``: same dtypes on both sides and errors of order ``sqrt(K) * u``
+  (summation order differs: harmless, or nondeterminism if the same build disagrees).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tensorsight.compare.budget import reduction_length, unit_roundoff
+from tensorsight.compare.result import Advice, OpComparison
+
+__all__ = ["advise"]
+
+_MAX = {"float16": 65504.0, "bfloat16": 3.3895e38, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
+_TINY = {"float16": 6.1035e-05, "bfloat16": 1.1755e-38}
+
+
+def _where(r: OpComparison) -> str:
+    return f"{r.op} [{r.direction}] {r.tensor} in {r.module_path or '<root>'} (index {r.index})"
+
+
+def advise(rows: Sequence[OpComparison], first: int | None) -> list[Advice]:
+    """Mechanisms supported by the rows (see the module docstring), most specific first."""
+    out: list[Advice] = []
+    out.extend(_first_nan(rows))
+    out.extend(_overflow(rows))
+    if first is not None:
+        row = rows[first]
+        out.extend(_layout(row, first))
+        out.extend(_scale_shift(row, first))
+        out.extend(_cancellation(row, first))
+    out.extend(_inputs_differ(rows))
+    if first is None:
+        out.extend(_accumulation(rows))
+    return out
+
+
+def _first_nan(rows: Sequence[OpComparison]) -> list[Advice]:
+    for i, r in enumerate(rows):
+        nb, nt = r.nonfinite_bench or 0.0, r.nonfinite_target or 0.0
+        if r.match != "unmatched" and nb != nt:
+            side = "target" if nt > nb else "bench"
+            ev = f"NaN/Inf first appear on the {side} side at {_where(r)} ({nb:.0f} vs {nt:.0f})."
+            return [Advice("first-nan", ev, i)]
+    return []
+
+
+def _overflow(rows: Sequence[OpComparison]) -> list[Advice]:
+    for i, r in enumerate(rows):
+        dt = r.dtype_target or ""
+        limit = _MAX.get(dt)
+        if limit is None or r.dtype_bench == dt:
+            continue
+        mags = [abs(v) for v in (r.min_bench, r.max_bench) if v is not None and math.isfinite(v)]
+        if mags and max(mags) > limit:
+            ev = (
+                f"Bench values reach {max(mags):.4g} at {_where(r)}, beyond {dt}'s maximum "
+                f"{limit:.4g}."
+            )
+            return [Advice(f"{dt.replace('float', 'fp')}-overflow", ev, i)]
+        tiny = _TINY.get(dt)
+        if (
+            tiny is not None
+            and r.std_target == 0.0
+            and r.std_bench
+            and mags
+            and 0 < max(mags) < tiny
+        ):
+            ev = f"Bench values below {dt}'s smallest normal {tiny:.3g} became 0 at {_where(r)}."
+            return [Advice("underflow", ev, i)]
+    return []
+
+
+def _layout(r: OpComparison, pos: int) -> list[Advice]:
+    if r.mechanism != "layout-transpose":
+        return []
+    ev = (
+        f"At {_where(r)} the target holds the bench's values in another order (sorted values "
+        f"agree, rel. Euclidean {r.rel_euclidean or 0:.3g} unsorted): a layout, transpose or "
+        "reshape mismatch."
+    )
+    return [Advice("layout-transpose", ev, pos)]
+
+
+def _scale_shift(r: OpComparison, pos: int) -> list[Advice]:
+    if r.mechanism == "layout-transpose":
+        return []
+    if r.cosine is None or r.rel_euclidean is None or math.isnan(r.cosine):
+        return []
+    if r.cosine < 0.9999 or r.rel_euclidean < 1e-3:
+        return []
+    sb, st = r.std_bench or 0.0, r.std_target or 0.0
+    mb, mt = r.mean_bench or 0.0, r.mean_target or 0.0
+    if sb > 0 and abs(st / sb - 1) > 1e-3:
+        ev = (
+            f"Cosine {r.cosine:.6f} but rel. Euclidean {r.rel_euclidean:.3g} at {_where(r)}: "
+            f"the target is the bench scaled by ~{st / sb:.4g} (std ratio)."
+        )
+        return [Advice("scale-error", ev, pos)]
+    ev = (
+        f"Cosine {r.cosine:.6f} but rel. Euclidean {r.rel_euclidean:.3g} at {_where(r)}: "
+        f"the target is shifted by ~{mt - mb:.4g} (mean difference, equal std)."
+    )
+    return [Advice("shift-error", ev, pos)]
+
+
+def _cancellation(r: OpComparison, pos: int) -> list[Advice]:
+    if r.input_error is None or r.error is None:
+        return []
+    additive = any(k in r.op for k in ("add", "sub", "sum", "mean"))
+    gain = r.error_gain
+    if additive and gain is not None and math.isfinite(gain) and gain > 100:
+        ev = (
+            f"{_where(r)} amplifies its inputs' error {gain:.3g}x: its output is "
+            "much smaller than its inputs (cancellation)."
+        )
+        return [Advice("catastrophic-cancellation", ev, pos)]
+    return []
+
+
+def _inputs_differ(rows: Sequence[OpComparison]) -> list[Advice]:
+    if not rows:
+        return []
+    first_index = rows[0].index
+    for i, r in enumerate(rows):
+        if r.index != first_index:
+            break
+        if r.tensor.startswith("input") and r.verdict == "error":
+            ev = f"The first op's {r.tensor} already differs ({r.reason})"
+            return [Advice("inputs-differ", ev, i)]
+    return []
+
+
+def _accumulation(rows: Sequence[OpComparison]) -> list[Advice]:
+    same = [r for r in rows if r.dtype_bench == r.dtype_target and r.error]
+    if not same:
+        return []
+    worst = max(same, key=lambda r: r.error or 0.0)
+    u = unit_roundoff(worst.dtype_bench)
+    k = reduction_length(worst.op, [], worst)
+    if u and worst.error and worst.error < 100 * u * math.sqrt(max(k, 1)) * 10:
+        ev = (
+            f"{len(same)} tensors differ slightly with equal dtypes (worst {worst.error:.3g} at "
+            f"{_where(worst)}), of the order of float rounding: the summation order differs "
+            "(different kernels or nondeterministic reductions)."
+        )
+        return [Advice("accumulation-order", ev, None)]
+    return []

@@ -1,0 +1,421 @@
+"""Verdicts: how much error an op may show, and whether it shows more.
+
+Two profiles judge the rows of one op at a time (its input rows and output rows):
+
+``budget`` (default)
+    The *error* of a tensor is ``e = ||target - bench|| / max(||bench||, ||target||)``
+    (tensor rows; a lower bound from statistics for statistics-mode rows). An op's output may
+    show ``budget = SAFETY * (u * (1 + sqrt(K) * u_acc / u) + sum_i amp_i * e_i)`` where
+
+    * ``u`` is the unit roundoff of the lowest-precision float dtype the op touches on either
+      side (bf16 ``2**-8``, fp16 ``2**-11``, fp32 ``2**-24``),
+    * ``K`` is the op's reduction length (inner dimension of a matmul, reduced elements of a
+      reduction) and ``u_acc`` the unit roundoff of float32 accumulation,
+    * ``e_i`` are the errors of the op's inputs (error it inherits; for a backward op also
+      the largest error of the forward op it differentiates, whose saved tensors it reads,
+      linked by module path or msprobe's ``.forward``/``.backward`` names) and ``amp_i`` their
+      conditioning: 1 by default, ``rms(input) / std(input)`` for centring ops (norms),
+      ``rms(input_i) / rms(output)`` for additive ops (cancellation), ``max|input|`` for
+      exponential-like ops (a relative input error becomes an absolute one).
+
+    An output above its budget *adds* error: verdict ``error`` (a ``warning`` for the backward
+    of a piecewise op such as relu or max whose forward already differs: branch flips). An
+    output within budget whose inherited error is large (``e > 0.1``) is a ``warning``. An
+    input whose error exceeds rounding plus every error seen so far (a parameter or a model
+    input that differs) is an ``error`` too. Discrete outputs (integers, bools) that differ
+    while their inputs differ are ``warning``.
+
+``classic``
+    msprobe-style fixed thresholds: ``error`` when cosine < 0.99, rel. Euclidean > 0.05 or
+    KL > 0.005; ``warning`` when cosine < 0.999 or rel. Euclidean > 0.01.
+
+Both profiles: NaN/Inf at different positions is an ``error``; a shape mismatch is an
+``error``; equal fingerprints (md5 dumps) ``pass``; different fingerprints are judged on the
+statistics the dump also holds, and without statistics are an ``error`` unless the dtypes
+differ (``warning``: fingerprints cannot agree across dtypes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from tensorsight.compare.metrics.kernel import dtype_precision
+from tensorsight.compare.result import OpComparison, Verdict
+from tensorsight.errors import UsageError
+
+__all__ = [
+    "PROFILES",
+    "SAFETY",
+    "BudgetProfile",
+    "ClassicProfile",
+    "JudgeState",
+    "Profile",
+    "get_profile",
+    "row_error",
+    "unit_roundoff",
+]
+
+SAFETY = 4.0
+INHERITED_WARNING = 0.1
+U_ACC = 2.0**-24  # float32 accumulation
+AMP_CAP = 1e4
+
+_MATMUL = ("mm", "matmul", "linear", "addmm", "bmm", "baddbmm", "einsum", "conv", "dot", "mv")
+_CENTRING = ("layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "layernorm")
+_ADDITIVE = ("add", "sub", "sum", "mean", "cumsum", "var", "std", "norm")
+_PIECEWISE = ("relu", "threshold", "max", "min", "hardtanh", "clamp", "where", "dropout", "sign")
+_EXPLIKE = ("exp", "softmax", "sigmoid", "tanh", "silu", "gelu", "elu", "erf", "pow", "log")
+
+
+def unit_roundoff(dtype: str | None) -> float:
+    """Unit roundoff ``2**-(p+1)`` of a float dtype name; 0 for integers, bools and ``None``.
+
+    Example:
+        >>> unit_roundoff("bfloat16") == 2**-8
+        True
+    """
+    if not dtype:
+        return 0.0
+    precision = dtype_precision(dtype)
+    return 0.0 if precision is None else 2.0 ** -(precision[0] + 1)
+
+
+def _is_float(dtype: str | None) -> bool:
+    return bool(dtype) and dtype_precision(dtype or "") is not None
+
+
+def _rms(mean: float | None, std: float | None) -> float | None:
+    if mean is None or std is None or math.isnan(mean) or math.isnan(std):
+        return None
+    return math.hypot(mean, std)
+
+
+def row_error(row: OpComparison) -> float | None:
+    """The error measure of one row (see the module docstring); ``None`` when unknown.
+
+    Tensor rows: ``rmse / max(rms_bench, rms_target)`` (0 when both are 0). Statistics rows:
+    the larger of ``norm_rel_diff`` and ``stat_abs_diff / max(|min|, |max|)`` of the bench.
+    """
+    if row.rmse is not None:
+        if math.isnan(row.rmse):
+            return math.nan
+        rb = _rms(row.mean_bench, row.std_bench) or 0.0
+        rt = _rms(row.mean_target, row.std_target) or 0.0
+        scale = max(rb, rt)
+        if scale == 0.0:
+            return 0.0 if row.rmse == 0.0 else math.inf
+        return row.rmse / scale
+    bounds = []
+    if row.norm_rel_diff is not None and not math.isnan(row.norm_rel_diff):
+        bounds.append(row.norm_rel_diff)
+    if row.stat_abs_diff is not None and not math.isnan(row.stat_abs_diff):
+        mags = [abs(v) for v in (row.min_bench, row.max_bench) if v is not None]
+        mag = max((m for m in mags if math.isfinite(m)), default=0.0)
+        if mag > 0:
+            bounds.append(row.stat_abs_diff / mag)
+        elif row.stat_abs_diff > 0:
+            bounds.append(math.inf)
+    return max(bounds) if bounds else None
+
+
+def _numel(shape: tuple[int, ...] | None) -> int:
+    n = 1
+    for d in shape or ():
+        n *= d
+    return n
+
+
+def reduction_length(op: str, inputs: Sequence[OpComparison], out: OpComparison) -> int:
+    """Elements summed into one output element (1 for elementwise ops)."""
+    name = op.lower()
+    first = inputs[0].shape_bench if inputs else None
+    if any(k in name for k in _MATMUL) and first:
+        return max(1, first[-1])
+    if inputs:
+        n_in = max(_numel(r.shape_bench) for r in inputs)
+        n_out = max(1, _numel(out.shape_bench))
+        return max(1, n_in // n_out)
+    return 1
+
+
+def _amplification(op: str, inp: OpComparison, out: OpComparison) -> float:
+    name = op.lower()
+    amp = 1.0
+    if any(k in name for k in _CENTRING):
+        rms = _rms(inp.mean_bench, inp.std_bench)
+        if rms and inp.std_bench:
+            amp = rms / inp.std_bench
+    elif any(k in name for k in _EXPLIKE):
+        mags = [abs(v) for v in (inp.min_bench, inp.max_bench) if v is not None]
+        mags = [m for m in mags if math.isfinite(m)]
+        if mags:
+            amp = max(1.0, max(mags))
+        elif inp.mean_bench is not None and inp.std_bench is not None:
+            amp = max(1.0, abs(inp.mean_bench) + 4 * inp.std_bench)
+    elif any(k in name for k in _ADDITIVE):
+        ri = _rms(inp.mean_bench, inp.std_bench)
+        ro = _rms(out.mean_bench, out.std_bench)
+        if ri is not None and ro:
+            amp = max(1.0, ri / ro)
+    return min(amp, AMP_CAP) if math.isfinite(amp) else AMP_CAP
+
+
+@dataclass
+class JudgeState:
+    """What a profile remembers while it walks the ops in execution order."""
+
+    max_error_seen: float = 0.0
+    forward_error: dict[str, float] = field(default_factory=dict)
+
+    def forward_keys(self, row: OpComparison) -> list[str]:
+        """Keys linking a backward row to the forward op it differentiates."""
+        keys = [f"module:{row.module_path}"] if row.module_path else []
+        if ".backward" in row.op:  # msprobe names: Functional.relu.3.backward
+            keys.append("op:" + row.op.replace(".backward", ".forward"))
+        elif row.direction == "forward" and ".forward" in row.op:
+            keys.append("op:" + row.op)
+        return keys
+
+    def saved_error(self, row: OpComparison) -> float:
+        """Largest error seen in the forward op(s) a backward row differentiates."""
+        return max((self.forward_error.get(k, 0.0) for k in self.forward_keys(row)), default=0.0)
+
+
+class Profile(Protocol):
+    """Judges the rows of one op; ``name`` is its registry key."""
+
+    name: str
+
+    def judge_op(
+        self,
+        op: str,
+        inputs: Sequence[OpComparison],
+        outputs: Sequence[OpComparison],
+        state: JudgeState,
+    ) -> tuple[list[OpComparison], list[OpComparison]]:
+        """Return the input and output rows with verdicts set."""
+        ...
+
+
+def _structural(row: OpComparison) -> Verdict | None:
+    """Verdicts that need no budget: unmatched, shapes, NaN/Inf, empty, fingerprints."""
+    if row.match == "unmatched":
+        return Verdict("warning", row.reason or "No matching tensor on the other side.")
+    if row.shape_bench is not None and row.shape_target is not None:
+        if row.shape_bench != row.shape_target:
+            return Verdict(
+                "error", f"Shapes differ: bench {row.shape_bench}, target {row.shape_target}."
+            )
+        if _numel(row.shape_bench) == 0:
+            return Verdict("pass", "Both tensors are empty.")
+    nb, nt = row.nonfinite_bench or 0.0, row.nonfinite_target or 0.0
+    if row.mode == "tensor" and row.rmse is not None and math.isnan(row.rmse) and (nb or nt):
+        return Verdict(
+            "error",
+            f"NaN/Inf at different positions: {nb:.0f} non-finite in bench, {nt:.0f} in target.",
+        )
+    if row.mode in ("statistics", "md5") and nb != nt:
+        return Verdict(
+            "error", f"NaN/Inf counts differ: {nb:.0f} non-finite in bench, {nt:.0f} in target."
+        )
+    if row.mode == "md5":
+        if row.fingerprint_equal is None:
+            return Verdict("warning", "A fingerprint is missing on one side.")
+        if row.fingerprint_equal:
+            return Verdict("pass", "Fingerprints are equal (bitwise identical).")
+        if row.stat_abs_diff is not None:
+            return None  # not bitwise equal: judge the size of the difference by statistics
+        if row.dtype_bench != row.dtype_target:
+            return Verdict(
+                "warning",
+                f"Fingerprints differ, as they must across dtypes "
+                f"({row.dtype_bench} vs {row.dtype_target}); use a tensor or statistics dump.",
+            )
+        return Verdict("error", "Fingerprints differ: the tensors are not bitwise identical.")
+    return None
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}"
+
+
+class BudgetProfile:
+    """Expected error from dtypes, reduction length and conditioning (module docstring)."""
+
+    name = "budget"
+
+    def __init__(self, safety: float = SAFETY) -> None:
+        self.safety = safety
+
+    def judge_op(
+        self,
+        op: str,
+        inputs: Sequence[OpComparison],
+        outputs: Sequence[OpComparison],
+        state: JudgeState,
+    ) -> tuple[list[OpComparison], list[OpComparison]]:
+        """Judge one op's rows; updates ``state.max_error_seen``."""
+        dtypes = [d for r in (*inputs, *outputs) for d in (r.dtype_bench, r.dtype_target)]
+        u_low = max((unit_roundoff(d) for d in dtypes), default=0.0)
+        judged_in = [self._judge_input(r, state) for r in inputs]
+        in_errors = [(r, row_error(r)) for r in inputs]
+        judged_out = [self._judge_output(op, r, u_low, inputs, in_errors, state) for r in outputs]
+        for r in (*judged_in, *judged_out):
+            if r.error is not None and math.isfinite(r.error):
+                state.max_error_seen = max(state.max_error_seen, r.error)
+                if r.direction == "forward":
+                    for key in state.forward_keys(r):
+                        state.forward_error[key] = max(state.forward_error.get(key, 0.0), r.error)
+        return judged_in, judged_out
+
+    def _judge_input(
+        self, row: OpComparison, state: JudgeState, *, produced: bool = False
+    ) -> OpComparison:
+        verdict = _structural(row)
+        if verdict is not None:
+            return row.with_verdict(verdict)
+        e = row_error(row)
+        if e is None:
+            return row.with_verdict(Verdict("pass", "No error measure for this input."))
+        u = max(unit_roundoff(row.dtype_bench), unit_roundoff(row.dtype_target))
+        budget = self.safety * (u + state.max_error_seen)
+        if e > budget and e > 0:
+            what = "Output of an op without inputs" if produced else "Input"
+            hint = "the op itself differs" if produced else "a parameter or model input differs"
+            reason = (
+                f"{what} differs by {_fmt(e)} but rounding and every earlier op explain at most "
+                f"{_fmt(budget)}: {hint}."
+            )
+            return row.with_verdict(Verdict("error", reason, budget, e))
+        return row.with_verdict(
+            Verdict("pass", f"Input error {_fmt(e)} is inherited or rounding.", budget, e)
+        )
+
+    def _judge_output(
+        self,
+        op: str,
+        row: OpComparison,
+        u_low: float,
+        inputs: Sequence[OpComparison],
+        in_errors: Sequence[tuple[OpComparison, float | None]],
+        state: JudgeState,
+    ) -> OpComparison:
+        verdict = _structural(row)
+        if verdict is not None:
+            return row.with_verdict(verdict)
+        e = row_error(row)
+        if e is None:
+            return row.with_verdict(Verdict("pass", "No error measure for this tensor."))
+        known = [(r, x) for r, x in in_errors if x is not None and not math.isnan(x)]
+        if not inputs or row.tensor.startswith("grad."):
+            # a source (factory op) or an accumulated parameter gradient: judged like an input
+            return self._judge_input(row, state, produced=True)
+        inherited = sum(_amplification(op, r, row) * x for r, x in known)
+        e_in = max((x for _, x in known), default=0.0)
+        saved = 0.0
+        if row.direction == "backward":  # saved forward tensors are inputs too
+            saved = state.saved_error(row)
+            inherited += saved
+            e_in = max(e_in, saved)
+        k = reduction_length(op, inputs, row)
+        local = u_low + math.sqrt(k) * U_ACC if u_low else 0.0
+        budget = self.safety * (local + inherited)
+        gain = e / e_in if e_in > 0 else (math.inf if e > 0 else 1.0)
+        row = replace(row, input_error=e_in, error_gain=gain)
+        if not _is_float(row.dtype_bench) or not _is_float(row.dtype_target):
+            if e == 0:
+                return row.with_verdict(Verdict("pass", "Discrete values are equal.", budget, e))
+            if e_in > 0:
+                reason = f"Discrete values differ (error {_fmt(e)}) because the inputs differ."
+                return row.with_verdict(Verdict("warning", reason, budget, e))
+        if e <= budget or e == 0:
+            if e_in > INHERITED_WARNING:
+                reason = (
+                    f"Error {_fmt(e)} is within budget {_fmt(budget)} but inherited: the inputs "
+                    f"already differ by {_fmt(e_in)}."
+                )
+                return row.with_verdict(Verdict("warning", reason, budget, e))
+            reason = f"Error {_fmt(e)} is within budget {_fmt(budget)} (dtype rounding"
+            reason += f", K={k}" if k > 1 else ""
+            reason += f", inherited {_fmt(e_in)})." if e_in else ")."
+            return row.with_verdict(Verdict("pass", reason, budget, e))
+        if saved > 0 and any(k in op.lower() for k in _PIECEWISE):
+            reason = (
+                f"Error {_fmt(e)} exceeds budget {_fmt(budget)}, but this is the backward of a "
+                f"piecewise op whose forward already differs by {_fmt(saved)}: branch flips."
+            )
+            return row.with_verdict(Verdict("warning", reason, budget, e))
+        reason = (
+            f"Error {_fmt(e)} exceeds budget {_fmt(budget)}: this op adds error "
+            f"(inputs differ by {_fmt(e_in)}, gain x{_fmt(gain)})."
+        )
+        return row.with_verdict(Verdict("error", reason, budget, e))
+
+
+class ClassicProfile:
+    """msprobe-style fixed thresholds (module docstring)."""
+
+    name = "classic"
+    cosine_error = 0.99
+    cosine_warning = 0.999
+    rel_euclidean_error = 0.05
+    rel_euclidean_warning = 0.01
+    kl_error = 0.005
+
+    def judge_op(
+        self,
+        op: str,
+        inputs: Sequence[OpComparison],
+        outputs: Sequence[OpComparison],
+        state: JudgeState,
+    ) -> tuple[list[OpComparison], list[OpComparison]]:
+        """Judge every row of the op on its own metrics."""
+        del op, state
+        return [self._judge(r) for r in inputs], [self._judge(r) for r in outputs]
+
+    def _judge(self, row: OpComparison) -> OpComparison:
+        verdict = _structural(row)
+        if verdict is not None:
+            return row.with_verdict(verdict)
+        cos, rel, kl = row.cosine, row.rel_euclidean, row.kl_div
+        if cos is None or rel is None:
+            e = row_error(row)
+            if e is not None and e > self.rel_euclidean_error:
+                return row.with_verdict(Verdict("error", f"Statistics differ by {_fmt(e)}."))
+            return row.with_verdict(Verdict("pass", "Statistics agree within 5 %."))
+        if cos < self.cosine_error:
+            return row.with_verdict(Verdict("error", f"Cosine {cos:.6f} is below 0.99."))
+        if rel > self.rel_euclidean_error:
+            return row.with_verdict(Verdict("error", f"Rel. Euclidean {_fmt(rel)} exceeds 0.05."))
+        if kl is not None and kl > self.kl_error:
+            return row.with_verdict(Verdict("error", f"KL divergence {_fmt(kl)} exceeds 0.005."))
+        if cos < self.cosine_warning or rel > self.rel_euclidean_warning:
+            reason = f"Cosine {cos:.6f} / rel. Euclidean {_fmt(rel)} near the error thresholds."
+            return row.with_verdict(Verdict("warning", reason))
+        return row.with_verdict(Verdict("pass", "Cosine, rel. Euclidean and KL within limits."))
+
+
+PROFILES: dict[str, type[BudgetProfile] | type[ClassicProfile]] = {
+    "budget": BudgetProfile,
+    "classic": ClassicProfile,
+}
+
+
+def get_profile(name: str | Profile | None) -> Profile:
+    """A profile by name (``None`` -> ``budget``), or the profile object itself.
+
+    Raises:
+        UsageError: Unknown profile name.
+    """
+    if name is None:
+        return BudgetProfile()
+    if not isinstance(name, str):
+        return name
+    cls = PROFILES.get(name)
+    if cls is None:
+        msg = f"Profile {name!r}: unknown. Expected one of {', '.join(PROFILES)}."
+        raise UsageError(msg)
+    return cls()

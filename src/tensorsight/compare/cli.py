@@ -1,0 +1,159 @@
+"""``tensorsight compare``: the command line over :func:`tensorsight.compare.engine.compare`.
+
+Exit codes: 0 the runs agree (no ``error`` row), 1 a divergence was found, 2 usage or
+input error. Imports nothing heavy at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FORMATS", "register", "run"]
+
+FORMATS = ("csv", "xlsx", "json", "html", "node_data")
+
+EPILOG = """\
+examples:
+  tensorsight compare dumps/fp32 dumps/bf16                    summary on the terminal
+  tensorsight compare dumps/fp32 dumps/bf16 -o report/         + comparison.csv and .json
+  tensorsight compare a/ b/ -o report/ --format csv,xlsx,json,html,node_data
+  tensorsight compare a/ b/ --profile classic --metrics cosine,max_abs_err,kl_div
+  tensorsight compare a/ b/ --mapping map.yaml --rank 0 --step 3 --jobs 4
+  tensorsight compare a/ b/ --replay                           confirm the first divergent op
+
+exit codes: 0 the runs agree, 1 a divergence was found, 2 usage or input error.
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand."""
+    p = subparsers.add_parser(
+        "compare",
+        help="compare two dumps op by op and find the first op that went wrong",
+        description=(
+            "Pair the ops of two dumps (bench = reference, target = run under test), measure "
+            "every tensor pair, judge each op against the error its dtypes explain and report "
+            "the first divergence with its likely mechanism."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("bench", help="reference dump folder (tensorsight or msprobe format)")
+    p.add_argument("target", help="dump folder under test")
+    p.add_argument("-o", "--output", metavar="OUT", help="folder for the report files")
+    p.add_argument(
+        "--format",
+        default=None,
+        metavar="LIST",
+        help=f"report formats, comma-separated: {', '.join(FORMATS)} (default: csv,json)",
+    )
+    p.add_argument("--metrics", default=None, metavar="LIST", help="metric keys to report")
+    p.add_argument("--mapping", metavar="MAP", help="YAML/JSON op mapping for N:M pairs")
+    p.add_argument("--profile", choices=("budget", "classic"), default=None, help="verdict profile")
+    p.add_argument("--rank", type=int, action="append", default=None, help="rank (repeatable)")
+    p.add_argument("--step", type=int, default=None, help="step to compare (default: first)")
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="re-run the first divergent op on the bench inputs in the target dtype and float64",
+    )
+    p.add_argument("-j", "--jobs", type=int, default=None, help="worker threads")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary or progress bar")
+    p.set_defaults(func=run)
+
+
+def _formats(value: str | None) -> tuple[str, ...]:
+    from tensorsight.errors import UsageError
+
+    chosen = tuple(f.strip().lower() for f in (value or "csv,json").split(",") if f.strip())
+    bad = [f for f in chosen if f not in FORMATS]
+    if bad or not chosen:
+        got = bad[0] if bad else ""
+        msg = (
+            f"Option --format {value!r}: unknown format {got!r}. "
+            f"Expected a comma-separated list of {', '.join(FORMATS)}."
+        )
+        raise UsageError(msg)
+    return chosen
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison, write the reports, print the summary; return the exit code."""
+    from tensorsight._progress import ProgressBar
+    from tensorsight.compare.engine import compare
+
+    formats = _formats(args.format)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    bar = ProgressBar(None, label="compare", enabled=False if args.quiet else None)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.advance(done - bar.done)
+
+    with bar:
+        result = compare(
+            args.bench,
+            args.target,
+            metrics=metrics,
+            profile=args.profile,
+            mapping=args.mapping,
+            rank=args.rank,
+            step=args.step,
+            progress=progress,
+            jobs=args.jobs,
+        )
+    written = _write(result, Path(args.output), formats) if args.output else []
+    if not args.quiet:
+        print(result.summary())
+        if args.replay and result.first_divergence is not None:
+            print(_replay_line(result.first_divergence, args))
+        for path in written:
+            print(f"wrote {path}")
+    return 0 if result.first_divergence is None else 1
+
+
+def _replay_line(row: Any, args: argparse.Namespace) -> str:
+    from tensorsight.compare.replay import replay
+    from tensorsight.errors import TensorsightError
+
+    try:
+        r = replay(row, args.bench, args.target, step=args.step)
+    except TensorsightError as exc:
+        return f"replay: not possible: {exc}"
+    verdict = (
+        "the op's own rounding explains it" if r.op_explains_error else "the target op differs"
+    )
+    return (
+        f"replay: {r.op} in {r.dtype} on the bench inputs: own error {r.replay_vs_float64:.3g}, "
+        f"target vs float64 {r.target_vs_float64:.3g}, target vs replay "
+        f"{r.target_vs_replay:.3g}: {verdict}."
+    )
+
+
+def _write(result: Any, out: Path, formats: tuple[str, ...]) -> list[Path]:
+    from tensorsight.errors import InputFileError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"Output folder {str(out)!r}: cannot be created ({exc}). Pick a writable folder."
+        raise InputFileError(msg) from exc
+    paths = []
+    for fmt in formats:
+        path = out / ("comparison.node_data.json" if fmt == "node_data" else f"comparison.{fmt}")
+        if fmt == "csv":
+            result.to_csv(path)
+        elif fmt == "xlsx":
+            result.to_excel(path)
+        elif fmt == "json":
+            result.to_json(path)
+        elif fmt == "html":
+            result.to_html(path)
+        else:
+            result.to_node_data(path)
+        paths.append(path)
+    sys.stdout.flush()
+    return paths

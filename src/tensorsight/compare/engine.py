@@ -1,0 +1,401 @@
+"""``compare(bench, target)``: pair two dumps op by op, measure, judge, advise.
+
+Flow per rank (ranks run in parallel): open the step on both sides, pair ops
+(:mod:`~tensorsight.compare.match`), pair the tensors of each op pair by name, measure each
+tensor pair by what both dumps hold (full tensors -> the fused kernel; statistics ->
+:func:`~tensorsight.compare.metrics.compare_stats`; fingerprints -> equality), then judge op
+by op in execution order with the profile (:mod:`~tensorsight.compare.budget`) and ask the
+advisor for mechanisms. Tensors are memory-mapped one pair at a time, so peak memory is
+bounded by the largest tensor pair, not by the dump size.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tensorsight.capture.reader import Dump, DumpStep, read_dump
+from tensorsight.capture.schema import OpRecord, TensorRecord
+from tensorsight.compare.advisor import advise
+from tensorsight.compare.budget import JudgeState, Profile, get_profile
+from tensorsight.compare.match import OpPair, load_mapping, match_ops
+from tensorsight.compare.metrics import (
+    BUILTIN_KEYS,
+    compare_arrays,
+    compare_fingerprints,
+    compare_stats,
+    get_metric,
+)
+from tensorsight.compare.metrics.kernel import value_range
+from tensorsight.compare.result import METRIC_COLUMNS, Comparison, OpComparison, attr_name
+from tensorsight.errors import CompareError, UsageError
+
+__all__ = ["Progress", "compare"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One tensor pair to measure (either side may be missing)."""
+
+    pair: OpPair
+    role: str  # "input" or "output"
+    bench: TensorRecord | None
+    target: TensorRecord | None
+    name: str
+
+
+def _open(d: str | os.PathLike[str] | Dump) -> Dump:
+    return d if isinstance(d, Dump) else read_dump(d)
+
+
+def compare(
+    bench: str | os.PathLike[str] | Dump,
+    target: str | os.PathLike[str] | Dump,
+    *,
+    metrics: Sequence[str] | None = None,
+    profile: str | Profile | None = None,
+    mapping: str | os.PathLike[str] | Sequence[dict[str, list[str]]] | None = None,
+    rank: int | Sequence[int] | None = None,
+    step: int | None = None,
+    progress: Progress | None = None,
+    jobs: int | None = None,
+) -> Comparison:
+    """Compare two dumps op by op and find the first op whose added error exceeds its budget.
+
+    Args:
+        bench: Reference dump (a folder of tensorsight's format or msprobe's, or a ``Dump``).
+        target: Dump under test.
+        metrics: Metric keys to report (default: every built-in metric); registered custom
+            metrics are called on each tensor pair.
+        profile: ``"budget"`` (default: expected error from dtypes, reduction length,
+            conditioning) or ``"classic"`` (fixed thresholds).
+        mapping: User op mapping (path to YAML/JSON, or the parsed list).
+        rank: Rank or ranks to compare (default: every rank both dumps hold).
+        step: Step to compare (default: the first step of each rank).
+        progress: Called as ``progress(done, total)`` after each tensor pair.
+        jobs: Worker threads (default: ``min(8, cpu count)``).
+
+    Returns:
+        A :class:`~tensorsight.compare.result.Comparison`.
+
+    Raises:
+        InputFileError: A dump folder is missing.
+        DumpFormatError: A folder is not a dump.
+        CompareError: The dumps share no rank.
+        UsageError: Unknown metric or profile, bad mapping selector.
+
+    Example:
+        >>> import tensorsight  # doctest: +SKIP
+        >>> result = tensorsight.compare("dumps/fp32", "dumps/bf16")  # doctest: +SKIP
+        >>> print(result.summary())  # doctest: +SKIP
+    """
+    keys = tuple(metrics) if metrics is not None else BUILTIN_KEYS
+    for key in keys:
+        get_metric(key)  # unknown keys fail fast with a close-match hint
+    prof = get_profile(profile)
+    maps = load_mapping(os.fspath(mapping)) if isinstance(mapping, (str, os.PathLike)) else mapping
+    bd, td = _open(bench), _open(target)
+    ranks = _ranks(bd, td, rank)
+    workers = jobs if jobs is not None else min(8, os.cpu_count() or 1)
+    if workers < 1:
+        msg = f"Option jobs {jobs!r}: must be at least 1. Expected a positive integer."
+        raise UsageError(msg)
+    counter = _Counter(progress)
+
+    def one_rank(r: int) -> list[OpComparison]:
+        bs, ts = bd.step(r, step), td.step(r, step)
+        try:
+            return _compare_rank(bs, ts, keys, prof, maps, pool, counter)
+        finally:
+            bs.close()
+            ts.close()
+
+    # ranks run in parallel; their tensor pairs share one pool of worker threads
+    with (
+        ThreadPoolExecutor(max_workers=workers) as pool,
+        ThreadPoolExecutor(max_workers=min(len(ranks), 16)) as rank_pool,
+    ):
+        per_rank = list(rank_pool.map(one_rank, ranks))
+    rows = [row for rr in per_rank for row in rr]
+    first = _first_divergence(rows)
+    advice = advise(rows, first)
+    for a in advice:  # the row an advice is about carries its mechanism
+        if a.row is not None and rows[a.row].mechanism is None:
+            rows[a.row] = replace(rows[a.row], mechanism=a.mechanism)
+    return Comparison(
+        bench=str(bd.path),
+        target=str(td.path),
+        rows=tuple(rows),
+        first_divergence_row=first,
+        profile=prof.name,
+        metrics=keys,
+        ranks=tuple(ranks),
+        step=step,
+        advice=tuple(advice),
+    )
+
+
+class _Counter:
+    """Thread-safe progress over every rank: ``progress(done, total)``."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self.progress = progress
+        self.lock = threading.Lock()
+        self.done = 0
+        self.total = 0
+
+    def add_total(self, n: int) -> None:
+        with self.lock:
+            self.total += n
+
+    def tick(self) -> None:
+        with self.lock:
+            self.done += 1
+            if self.progress is not None:
+                self.progress(self.done, self.total)
+
+
+def _ranks(bd: Dump, td: Dump, rank: int | Sequence[int] | None) -> list[int]:
+    common = [r for r in bd.ranks if r in td.ranks]
+    if rank is not None:
+        wanted = [rank] if isinstance(rank, int) else list(rank)
+        missing = [r for r in wanted if r not in common]
+        if missing:
+            msg = (
+                f"Rank {missing[0]!r}: not in both dumps. Expected one of {common}. "
+                "Pick a rank both dumps recorded."
+            )
+            raise UsageError(msg)
+        return wanted
+    if not common:
+        msg = (
+            f"Dumps {str(bd.path)!r} and {str(td.path)!r}: no rank in common. Expected "
+            f"shared ranks, got {bd.ranks} and {td.ranks}."
+        )
+        raise CompareError(msg)
+    return common
+
+
+def _first_divergence(rows: Sequence[OpComparison]) -> int | None:
+    """Earliest error row in execution order (forward first); ties go to the lowest rank."""
+    best: tuple[int, int, int] | None = None
+    pos: int | None = None
+    for i, row in enumerate(rows):
+        if row.verdict != "error":
+            continue
+        key = (0 if row.direction == "forward" else 1, row.index or 0, row.rank)
+        if best is None or key < best:
+            best, pos = key, i
+    return pos
+
+
+def _jobs_of(pair: OpPair) -> list[_Job]:
+    if pair.how == "mapping":  # first op's inputs, last op's outputs, by position
+        b_in, t_in = pair.bench[0].inputs, pair.target[0].inputs
+        b_out, t_out = pair.bench[-1].outputs, pair.target[-1].outputs
+        jobs = []
+        for role, bs, ts in (("input", b_in, t_in), ("output", b_out, t_out)):
+            for i in range(max(len(bs), len(ts))):
+                b = bs[i] if i < len(bs) else None
+                t = ts[i] if i < len(ts) else None
+                jobs.append(_Job(pair, role, b, t, (b or t).tensor))  # type: ignore[union-attr]
+        return jobs
+    b_op = pair.bench[0] if pair.bench else None
+    t_op = pair.target[0] if pair.target else None
+    jobs = []
+    for role in ("input", "output"):
+        b_rows = _rows(b_op, role)
+        t_rows = _rows(t_op, role)
+        names = list(dict.fromkeys([*b_rows, *t_rows]))
+        jobs.extend(_Job(pair, role, b_rows.get(n), t_rows.get(n), n) for n in names)
+    return jobs
+
+
+def _rows(op: OpRecord | None, role: str) -> dict[str, TensorRecord]:
+    if op is None:
+        return {}
+    group = op.inputs if role == "input" else op.outputs
+    return {t.tensor: t for t in group}
+
+
+def _compare_rank(
+    bs: DumpStep,
+    ts: DumpStep,
+    keys: tuple[str, ...],
+    prof: Profile,
+    maps: Sequence[dict[str, list[str]]] | None,
+    pool: ThreadPoolExecutor,
+    counter: _Counter,
+) -> list[OpComparison]:
+    pairs = match_ops(bs.ops, ts.ops, maps)
+    jobs = [j for p in pairs for j in _jobs_of(p)]
+    cache: dict[tuple[str, str], dict[str, Any]] = {}
+    measure = _Measure(bs, ts, keys, cache)
+    counter.add_total(len(jobs))
+    measured: list[OpComparison] = []
+    for row in pool.map(measure, jobs):
+        measured.append(row)
+        counter.tick()
+    # judge op by op, in execution order
+    state = JudgeState()
+    out: list[OpComparison] = []
+    i = 0
+    while i < len(jobs):
+        pair = jobs[i].pair
+        j = i
+        while j < len(jobs) and jobs[j].pair is pair:
+            j += 1
+        ins = [measured[k] for k in range(i, j) if jobs[k].role == "input"]
+        outs = [measured[k] for k in range(i, j) if jobs[k].role == "output"]
+        op = (pair.bench or pair.target)[0].op
+        judged_in, judged_out = prof.judge_op(op, ins, outs, state)
+        out.extend(judged_in)
+        out.extend(judged_out)
+        i = j
+    return out
+
+
+class _Measure:
+    """Turns one :class:`_Job` into an unjudged :class:`OpComparison` row."""
+
+    def __init__(
+        self,
+        bs: DumpStep,
+        ts: DumpStep,
+        keys: tuple[str, ...],
+        cache: dict[tuple[str, str], dict[str, Any]],
+    ) -> None:
+        self.bs, self.ts, self.keys, self.cache = bs, ts, keys, cache
+        self.custom = [get_metric(k) for k in keys if k not in BUILTIN_KEYS]
+
+    def __call__(self, job: _Job) -> OpComparison:
+        b, t = job.bench, job.target
+        b_op = job.pair.bench[0] if job.pair.bench else None
+        t_op = job.pair.target[0] if job.pair.target else None
+        ident = b_op or t_op
+        assert ident is not None
+        row = OpComparison(
+            index=ident.index,
+            op=ident.op,
+            module_path=ident.module_path,
+            direction=ident.direction,
+            tensor=job.name,
+            shape_bench=b.shape if b else None,
+            shape_target=t.shape if t else None,
+            dtype_bench=b.dtype if b else None,
+            dtype_target=t.dtype if t else None,
+            rank=self.bs.rank,
+            op_target=t_op.op if t_op else None,
+            index_target=t_op.index if t_op else None,
+            match=job.pair.how,
+        )
+        if b is None or t is None:
+            side = "bench" if b is None else "target"
+            reason = job.pair.reason or f"Tensor {job.name} missing on the {side} side."
+            return replace(row, match="unmatched", reason=reason, mode="none")
+        if b.data is not None and t.data is not None:
+            return self._tensor(row, b, t)
+        eq = compare_fingerprints(b.fingerprint, t.fingerprint)
+        if b.stats is not None and t.stats is not None:
+            s = compare_stats(b.stats, t.stats)
+            mode = "statistics" if eq is None else "md5"
+            return replace(row, mode=mode, fingerprint_equal=eq, **_known(s.values))  # type: ignore[arg-type]
+        if eq is not None:
+            return replace(row, mode="md5", fingerprint_equal=eq)
+        return replace(row, mode="none", reason="Neither tensors, statistics nor fingerprints.")
+
+    def _tensor(self, row: OpComparison, b: TensorRecord, t: TensorRecord) -> OpComparison:
+        if b.shape != t.shape:
+            return replace(row, mode="tensor")
+        key = (f"{b.data}|{b.dtype}", f"{t.data}|{t.dtype}")
+        values = self.cache.get(key)
+        if values is None:
+            values = self._measure(b, t)
+            self.cache[key] = values
+        return replace(row, mode="tensor", **values)
+
+    def _measure(self, b: TensorRecord, t: TensorRecord) -> dict[str, Any]:
+        try:
+            yb = self.bs.load(b)
+            xt = self.ts.load(t)
+        except (OSError, ValueError) as exc:
+            msg = f"Tensor {b.name!r}: cannot be loaded ({exc}). Expected a readable dump."
+            raise CompareError(msg) from exc
+        rb = _range(b, yb)
+        rt = _range(t, xt)
+        pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)
+        out: dict[str, Any] = {
+            attr_name(k): (v if k in self.keys else None) for k, v in pm.values.items()
+        }
+        out.update(
+            min_bench=rb[0],
+            max_bench=rb[1],
+            min_target=rt[0],
+            max_target=rt[1],
+            nonfinite_bench=float(pm.nonfinite_bench),
+            nonfinite_target=float(pm.nonfinite_target),
+        )
+        # the budget's error measure needs rmse and the per-side moments even when hidden
+        for k in ("rmse", "mean_bench", "std_bench", "mean_target", "std_target"):
+            out[k] = pm.values[k]
+        if self.custom:
+            out["custom"] = {s.key: float(s.func(yb, xt)) for s in self.custom}
+        rel = pm.values["rel_euclidean"]
+        big = rel > LAYOUT_CHECK_MIN_ERROR and yb.size <= LAYOUT_CHECK_MAX_ELEMS
+        if big and _sorted_equal(yb, xt, rel):
+            out["mechanism"] = "layout-transpose"
+        return out
+
+
+LAYOUT_CHECK_MIN_ERROR = 0.05
+LAYOUT_CHECK_MAX_ELEMS = 1 << 24
+
+
+def _sorted_equal(bench: np.ndarray, target: np.ndarray, rel: float) -> bool:
+    """Whether the two tensors hold the same values in another order (layout, transpose)."""
+    b = np.sort(bench.astype(np.float64, copy=False).ravel())
+    t = np.sort(target.astype(np.float64, copy=False).ravel())
+    norm = float(np.sqrt(np.square(b).sum()))
+    if norm == 0 or not np.isfinite(norm):
+        return False
+    diff = float(np.sqrt(np.square(t - b).sum())) / norm
+    return diff < min(1e-2, 0.1 * rel)
+
+
+def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:
+    s = rec.stats
+    if s is not None and s.min is not None and s.max is not None and not s.has_nonfinite:
+        return float(s.min), float(s.max)
+    return value_range(arr)
+
+
+def _known(values: dict[str, float]) -> dict[str, float | None]:
+    names = {attr_name(c) for c in METRIC_COLUMNS}
+    allowed = names | {
+        "min_bench",
+        "min_target",
+        "max_bench",
+        "max_target",
+        "norm_bench",
+        "norm_target",
+        "nonfinite_bench",
+        "nonfinite_target",
+        "stat_abs_diff",
+        "norm_rel_diff",
+    }
+    return {k: (None if math.isnan(v) else v) for k, v in values.items() if k in allowed}
+
+
+def default_output_name(bench: str | Path, target: str | Path) -> str:
+    """A file stem for reports, from the two dump names."""
+    return f"compare_{Path(bench).name}_vs_{Path(target).name}"

@@ -1,0 +1,234 @@
+"""Pair the ops of two dumps: user mapping first, then sequence alignment per direction.
+
+Ops are paired per direction (forward ops never pair with backward ones) by aligning the
+two execution-order sequences of op keys ``(op, module_path, tensor shapes)`` with a
+longest-matching-blocks alignment (:class:`difflib.SequenceMatcher`, no junk heuristic).
+This survives what breaks exact name matching: ops inserted or removed on one side
+(autocast's ``_to_copy`` casts, an extra call of one op) shift the call counters but not
+the alignment. Inside a replaced block, ops with the same key (else the same name) are
+paired in order (``match="order"``); then leftover ops with identical keys anywhere in the
+direction are paired (reordered ops, such as gradient accumulation order). Every op left
+over is returned unmatched with a reason, never dropped.
+
+A user mapping (YAML or JSON) pairs groups of ops explicitly, for N:M cases such as one fused
+op on one side and its decomposition on the other::
+
+    - bench: "#12"                      # an op by its index
+      target: ["#15", "#16", "#17"]     # a group: compare first inputs and last outputs
+    - bench: "aten.native_layer_norm.default@Model.blocks.0.ln"  # op@module_path
+      target: "aten.layer_norm.default@Model.blocks.0.ln"        # (first occurrence)
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tensorsight.capture.schema import OpRecord
+from tensorsight.errors import InputFileError, UsageError
+
+__all__ = ["OpPair", "load_mapping", "match_ops"]
+
+
+@dataclass(frozen=True)
+class OpPair:
+    """Bench ops and target ops judged together.
+
+    Attributes:
+        bench: Bench ops (one, several for a mapped group, none if target-only).
+        target: Target ops (likewise).
+        how: ``name`` (aligned, same key), ``order`` (same op name inside a shifted block),
+            ``mapping`` (user mapping) or ``unmatched``.
+        reason: Why an op is unmatched ("" otherwise).
+    """
+
+    bench: tuple[OpRecord, ...]
+    target: tuple[OpRecord, ...]
+    how: str
+    reason: str = ""
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """Sort key: direction, then bench index (target index for target-only ops)."""
+        first = (self.bench or self.target)[0]
+        return (0 if first.direction == "forward" else 1, first.index)
+
+
+def _key(op: OpRecord) -> tuple[str, str, tuple[tuple[int, ...], ...]]:
+    return (op.op, op.module_path, tuple(t.shape for t in op.tensors))
+
+
+def _select(selector: str, ops: Sequence[OpRecord], side: str) -> OpRecord:
+    sel = selector.strip()
+    if sel.startswith("#"):
+        try:
+            idx = int(sel[1:])
+        except ValueError:
+            idx = -1
+        for op in ops:
+            if op.index == idx:
+                return op
+    else:
+        name, _, module = sel.partition("@")
+        for op in ops:
+            if op.op == name and (not module or op.module_path == module):
+                return op
+    msg = (
+        f"Mapping selector {selector!r}: no such op in the {side} dump. Expected '#<index>' or "
+        "'<op>@<module_path>' naming an op of that dump."
+    )
+    raise UsageError(msg)
+
+
+def load_mapping(path: str | Path) -> list[dict[str, list[str]]]:
+    """Read a mapping file (``.json``, ``.yaml``/``.yml``) into ``[{bench: [...], target: [...]}]``.
+
+    Raises:
+        InputFileError: The file is missing, unreadable or malformed.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        msg = f"Mapping file {str(p)!r}: cannot be read ({exc}). Check the path."
+        raise InputFileError(msg) from exc
+    try:
+        if p.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            raw: Any = yaml.safe_load(text)
+        else:
+            raw = json.loads(text)
+    except Exception as exc:  # yaml.YAMLError or ValueError, reported the same way
+        msg = f"Mapping file {str(p)!r}: cannot be parsed ({exc}). Expected YAML or JSON."
+        raise InputFileError(msg) from exc
+    return _validate_mapping(raw, str(p))
+
+
+def _validate_mapping(raw: Any, label: str) -> list[dict[str, list[str]]]:
+    if not isinstance(raw, list):
+        msg = (
+            f"Mapping {label!r}: not a list. Expected a list of {{bench, target}} entries, "
+            f"got {type(raw).__name__}."
+        )
+        raise InputFileError(msg)
+    out = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or "bench" not in entry or "target" not in entry:
+            msg = (
+                f"Mapping {label!r}: entry {i} is {entry!r:.80}. "
+                "Expected keys 'bench' and 'target'."
+            )
+            raise InputFileError(msg)
+        pair = {}
+        for side in ("bench", "target"):
+            v = entry[side]
+            items = [v] if isinstance(v, (str, int)) else v
+            if not isinstance(items, list) or not items:
+                msg = (
+                    f"Mapping {label!r}: entry {i} {side} is {v!r:.80}. "
+                    "Expected a selector or a list of selectors."
+                )
+                raise InputFileError(msg)
+            pair[side] = [f"#{s}" if isinstance(s, int) else str(s) for s in items]
+        out.append(pair)
+    return out
+
+
+def match_ops(
+    bench: Sequence[OpRecord],
+    target: Sequence[OpRecord],
+    mapping: Sequence[dict[str, list[str]]] | None = None,
+) -> list[OpPair]:
+    """Pair ``bench`` and ``target`` ops (each in execution order).
+
+    Args:
+        bench: Ops of the reference step.
+        target: Ops of the step under test.
+        mapping: Parsed user mapping (:func:`load_mapping`), applied first.
+
+    Returns:
+        Every op of both sides exactly once, ordered forward then backward by position.
+    """
+    pairs: list[OpPair] = []
+    used_b: set[int] = set()
+    used_t: set[int] = set()
+    for entry in mapping or ():
+        b = tuple(_select(s, bench, "bench") for s in entry["bench"])
+        t = tuple(_select(s, target, "target") for s in entry["target"])
+        used_b.update(op.index for op in b)
+        used_t.update(op.index for op in t)
+        pairs.append(OpPair(b, t, "mapping"))
+    for direction in ("forward", "backward"):
+        bs = [op for op in bench if op.direction == direction and op.index not in used_b]
+        ts = [op for op in target if op.direction == direction and op.index not in used_t]
+        pairs.extend(_rematch(_align(bs, ts)))
+    pairs.sort(key=lambda p: p.position)
+    return pairs
+
+
+def _align(bs: Sequence[OpRecord], ts: Sequence[OpRecord]) -> list[OpPair]:
+    matcher = difflib.SequenceMatcher(None, [_key(o) for o in bs], [_key(o) for o in ts], False)
+    out: list[OpPair] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs = zip(bs[i1:i2], ts[j1:j2], strict=True)
+            out.extend(OpPair((b,), (t,), "name") for b, t in pairs)
+        elif tag == "delete":
+            out.extend(_only(b, "bench") for b in bs[i1:i2])
+        elif tag == "insert":
+            out.extend(_only(t, "target") for t in ts[j1:j2])
+        else:  # replace: pair equal op names in order, the rest stays unmatched
+            out.extend(_pair_by_name(bs[i1:i2], ts[j1:j2]))
+    return out
+
+
+def _rematch(pairs: list[OpPair]) -> list[OpPair]:
+    """Second chance: pair leftover ops with an identical key, in order (reordered ops)."""
+    waiting: dict[tuple[str, str, tuple[tuple[int, ...], ...]], list[int]] = {}
+    for i, p in enumerate(pairs):
+        if p.how == "unmatched" and p.target:
+            waiting.setdefault(_key(p.target[0]), []).append(i)
+    drop: set[int] = set()
+    out = list(pairs)
+    for i, p in enumerate(pairs):
+        if p.how != "unmatched" or not p.bench:
+            continue
+        slots = waiting.get(_key(p.bench[0]))
+        if slots:
+            j = slots.pop(0)
+            out[i] = OpPair(p.bench, pairs[j].target, "order")
+            drop.add(j)
+    return [p for i, p in enumerate(out) if i not in drop]
+
+
+def _pair_by_name(bs: Sequence[OpRecord], ts: Sequence[OpRecord]) -> list[OpPair]:
+    out: list[OpPair] = []
+    j = 0
+    for b in bs:
+        k = next((x for x in range(j, len(ts)) if _key(ts[x]) == _key(b)), None)
+        if k is None:
+            k = next((x for x in range(j, len(ts)) if ts[x].op == b.op), None)
+        if k is None:
+            out.append(_only(b, "bench"))
+            continue
+        out.extend(_only(t, "target") for t in ts[j:k])
+        out.append(OpPair((b,), (ts[k],), "order"))
+        j = k + 1
+    out.extend(_only(t, "target") for t in ts[j:])
+    return out
+
+
+def _only(op: OpRecord, side: str) -> OpPair:
+    other = "target" if side == "bench" else "bench"
+    reason = f"Op only in {side} (no {op.op} in {op.module_path or 'the root'} on the {other} side"
+    if op.op.startswith(("aten._to_copy", "aten.to", "aten.type_as")):
+        reason += "; a dtype cast, e.g. inserted by autocast"
+    reason += ")."
+    if side == "bench":
+        return OpPair((op,), (), "unmatched", reason)
+    return OpPair((), (op,), "unmatched", reason)

@@ -1,0 +1,87 @@
+"""Console summary: first divergence, counts, top offenders, advice."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from tensorsight.compare.result import Comparison, OpComparison
+
+__all__ = ["render_summary", "top_offenders"]
+
+
+def top_offenders(comparison: Comparison, n: int = 5) -> list[OpComparison]:
+    """Rows with the largest error relative to their budget (errors first)."""
+
+    def score(r: OpComparison) -> tuple[int, float]:
+        # errors, then warnings with evidence, then ops present on one side only
+        rank = {"error": 3, "warning": 2, "pass": 0}[r.verdict] - (r.match == "unmatched")
+        if r.error is None or r.budget is None or r.budget <= 0:
+            ratio = 0.0 if r.error is None else r.error
+        else:
+            ratio = r.error / r.budget
+        return rank, ratio if math.isfinite(ratio) else 1e300
+
+    # unmatched ops are summarised by unmatched_groups(); offenders are measured errors
+    flagged = [r for r in comparison.rows if r.verdict != "pass" and r.match != "unmatched"]
+    return sorted(flagged, key=score, reverse=True)[:n]
+
+
+def unmatched_groups(comparison: Comparison) -> list[tuple[str, str, int]]:
+    """``(op, side, number of op calls)`` for ops present on one side only, most frequent first.
+
+    Autocast alone adds dozens of casts on the target side; one line per op name keeps them
+    from burying the measured errors.
+    """
+    calls: Counter[tuple[str, str]] = Counter()
+    seen: set[tuple[int, str, str, int | None]] = set()
+    for r in comparison.rows:
+        if r.match != "unmatched":
+            continue
+        side = "target" if r.shape_bench is None and r.shape_target is not None else "bench"
+        key = (r.rank, r.op, r.direction, r.index)
+        if key not in seen:
+            seen.add(key)
+            calls[(r.op, side)] += 1
+    return [(op, side, n) for (op, side), n in calls.most_common()]
+
+
+def _where(row: OpComparison) -> str:
+    mod = row.module_path or "<no module>"
+    rank = f"rank {row.rank}, " if row.rank else ""
+    return f"{row.op} [{row.direction}] {row.tensor} in {mod} ({rank}index {row.index})"
+
+
+def render_summary(comparison: Comparison, *, top: int = 5) -> str:
+    """Plain text for the terminal; no colour codes, one fact per line."""
+    counts = comparison.counts
+    lines = [
+        f"bench:  {comparison.bench}",
+        f"target: {comparison.target}",
+        f"rows: {len(comparison.rows)}  pass {counts['pass']}  warning {counts['warning']}  "
+        f"error {counts['error']}  (unmatched {counts['unmatched']}; profile "
+        f"{comparison.profile})",
+    ]
+    first = comparison.first_divergence
+    if first is None:
+        lines.append("first divergence: none - the runs agree within their error budgets")
+    else:
+        lines.append(f"first divergence: {_where(first)}")
+        lines.append(f"  {first.reason}")
+    offenders = top_offenders(comparison, top)
+    if offenders:
+        lines.append("top offenders:")
+        for r in offenders:
+            lines.append(f"  {r.verdict:<7} {_where(r)}: {r.reason}")
+    groups = unmatched_groups(comparison)
+    if groups:
+        lines.append("only on one side (not compared):")
+        for op, side, n in groups[:top]:
+            lines.append(f"  {n} x {op} only in {side}")
+        if len(groups) > top:
+            lines.append(f"  ... and {len(groups) - top} more op names")
+    if comparison.advice:
+        lines.append("advice:")
+        for a in comparison.advice:
+            lines.append(f"  {a.mechanism}: {a.evidence}")
+    return "\n".join(lines)

@@ -1,0 +1,441 @@
+"""The result of a comparison: :class:`Comparison`, :class:`OpComparison`, :class:`Verdict`.
+
+This docstring is the spec of the JSON export (``Comparison.to_json``), schema version 1::
+
+    {
+      "schema_version": 1,
+      "format": "tensorsight-comparison",
+      "bench": "<path>", "target": "<path>",
+      "profile": "budget" | "classic",
+      "metrics": ["cosine", ...],            # metric keys computed for tensor rows
+      "ranks": [0, ...], "step": 0 | null,
+      "first_divergence": <row position> | null,
+      "first_divergence_rank": <rank> | null,
+      "advice": [{"mechanism": ..., "evidence": ..., "row": <row position> | null}, ...],
+      "rows": [{<column>: <value>, ...}, ...]   # keys = COLUMNS, in that order
+    }
+
+Row values: numbers, strings, ``null`` for "not computed" (e.g. metrics of an unmatched or
+statistics-only row), and the strings ``"nan"``, ``"inf"``, ``"-inf"`` for non-finite
+numbers (JSON has none). Shapes are lists of ints. Columns (CSV/XLSX/JSON, in order):
+the identity columns, the metric keys of PRODUCT.md (``within_1e-3`` and ``within_5e-3``
+keep their hyphen; their attributes are ``within_1e_3`` / ``within_5e_3``), ``verdict``,
+``reason``, then :data:`EXTRA_COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from tensorsight.errors import InputFileError, SchemaVersionError, UsageError
+
+__all__ = [
+    "COLUMNS",
+    "EXTRA_COLUMNS",
+    "FORMAT_NAME",
+    "IDENTITY_COLUMNS",
+    "METRIC_COLUMNS",
+    "SCHEMA_VERSION",
+    "VERDICTS",
+    "Advice",
+    "Comparison",
+    "OpComparison",
+    "Verdict",
+    "attr_name",
+]
+
+SCHEMA_VERSION = 1
+FORMAT_NAME = "tensorsight-comparison"
+VERDICTS = ("pass", "warning", "error")
+
+IDENTITY_COLUMNS = (
+    "index",
+    "op",
+    "module_path",
+    "direction",
+    "tensor",
+    "shape_bench",
+    "shape_target",
+    "dtype_bench",
+    "dtype_target",
+)
+METRIC_COLUMNS = (
+    "cosine",
+    "max_abs_err",
+    "acc_rel_err",
+    "rel_euclidean",
+    "kl_div",
+    "mean_bench",
+    "std_bench",
+    "mean_target",
+    "std_target",
+    "mae",
+    "rmse",
+    "max_rel_err",
+    "mean_rel_err",
+    "within_1e-3",
+    "within_5e-3",
+    "max_ulp",
+)
+EXTRA_COLUMNS = (
+    "rank",
+    "op_target",
+    "index_target",
+    "match",
+    "mode",
+    "budget",
+    "error",
+    "input_error",
+    "error_gain",
+    "mechanism",
+    "min_bench",
+    "min_target",
+    "max_bench",
+    "max_target",
+    "norm_bench",
+    "norm_target",
+    "nonfinite_bench",
+    "nonfinite_target",
+    "stat_abs_diff",
+    "norm_rel_diff",
+    "fingerprint_equal",
+)
+COLUMNS = (*IDENTITY_COLUMNS, *METRIC_COLUMNS, "verdict", "reason", *EXTRA_COLUMNS)
+
+
+def attr_name(column: str) -> str:
+    """Attribute name of a column (``within_1e-3`` -> ``within_1e_3``)."""
+    return column.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judgement of one row.
+
+    Attributes:
+        verdict: ``pass``, ``warning`` or ``error``.
+        reason: One sentence naming the evidence.
+        budget: Error this op may show given its dtypes (``None`` when not applicable).
+        error: The error measure compared with ``budget`` (relative, see docs/metrics.md).
+    """
+
+    verdict: str
+    reason: str
+    budget: float | None = None
+    error: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            msg = f"Verdict {self.verdict!r}: unknown. Expected one of {', '.join(VERDICTS)}."
+            raise UsageError(msg)
+
+
+@dataclass(frozen=True)
+class OpComparison:
+    """One comparison row: one tensor of one op, bench against target.
+
+    Attribute names are the column names of PRODUCT.md ("Comparison rows"), except
+    ``within_1e_3``/``within_5e_3`` for the columns ``within_1e-3``/``within_5e-3``; use
+    :meth:`get` or :meth:`to_dict` for column keys. Metrics are ``None`` when not computed
+    (unmatched op, statistics or md5 dump, shape mismatch) and ``nan`` when undefined.
+    ``custom`` holds metrics registered by users (key -> value).
+    """
+
+    index: int | None
+    op: str
+    module_path: str
+    direction: str
+    tensor: str
+    shape_bench: tuple[int, ...] | None = None
+    shape_target: tuple[int, ...] | None = None
+    dtype_bench: str | None = None
+    dtype_target: str | None = None
+    cosine: float | None = None
+    max_abs_err: float | None = None
+    acc_rel_err: float | None = None
+    rel_euclidean: float | None = None
+    kl_div: float | None = None
+    mean_bench: float | None = None
+    std_bench: float | None = None
+    mean_target: float | None = None
+    std_target: float | None = None
+    mae: float | None = None
+    rmse: float | None = None
+    max_rel_err: float | None = None
+    mean_rel_err: float | None = None
+    within_1e_3: float | None = None
+    within_5e_3: float | None = None
+    max_ulp: float | None = None
+    verdict: str = "pass"
+    reason: str = ""
+    rank: int = 0
+    op_target: str | None = None
+    index_target: int | None = None
+    match: str = "name"
+    mode: str = "tensor"
+    budget: float | None = None
+    error: float | None = None
+    input_error: float | None = None
+    error_gain: float | None = None
+    mechanism: str | None = None
+    min_bench: float | None = None
+    min_target: float | None = None
+    max_bench: float | None = None
+    max_target: float | None = None
+    norm_bench: float | None = None
+    norm_target: float | None = None
+    nonfinite_bench: float | None = None
+    nonfinite_target: float | None = None
+    stat_abs_diff: float | None = None
+    norm_rel_diff: float | None = None
+    fingerprint_equal: bool | None = None
+    custom: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Readable row id: ``<op>.<direction>.<tensor>`` (bench side)."""
+        return f"{self.op}.{self.direction}.{self.tensor}"
+
+    def get(self, column: str) -> Any:
+        """Value of a column by its exported name (``"within_1e-3"`` works)."""
+        if column in self.custom:
+            return self.custom[column]
+        return getattr(self, attr_name(column))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Column name -> value, in :data:`COLUMNS` order, then custom metrics."""
+        out = {c: self.get(c) for c in COLUMNS}
+        out.update(self.custom)
+        return out
+
+    def with_verdict(self, v: Verdict) -> OpComparison:
+        """A copy carrying ``v``'s verdict, reason, budget and error."""
+        return replace(self, verdict=v.verdict, reason=v.reason, budget=v.budget, error=v.error)
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> OpComparison:
+        """Inverse of :meth:`to_dict` (JSON values decoded)."""
+        names = {f.name for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        custom: dict[str, float] = {}
+        for key, value in row.items():
+            attr = attr_name(key)
+            if attr in names and attr != "custom":
+                kwargs[attr] = _decode(value)
+            else:
+                custom[key] = _decode(value)
+        for shape in ("shape_bench", "shape_target"):
+            if kwargs.get(shape) is not None:
+                kwargs[shape] = tuple(int(d) for d in kwargs[shape])
+        return cls(custom=custom, **kwargs)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One named mechanism with its evidence (see :mod:`tensorsight.compare.advisor`).
+
+    Attributes:
+        mechanism: Short id, e.g. ``bf16-overflow``, ``scale-error``, ``first-nan``.
+        evidence: One or two sentences with the numbers that point to it.
+        row: Position in ``Comparison.rows`` of the row it is about, if any.
+    """
+
+    mechanism: str
+    evidence: str
+    row: int | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything a comparison found; returned by :func:`tensorsight.compare`.
+
+    Attributes:
+        bench: Path (or label) of the reference dump.
+        target: Path (or label) of the dump under test.
+        rows: One :class:`OpComparison` per tensor, in bench execution order per rank
+            (forward, then backward); unmatched target tensors follow with a reason.
+        first_divergence_row: Position in ``rows`` of the first divergence, or ``None``.
+        profile: Verdict profile used (``budget`` or ``classic``).
+        metrics: Metric keys computed for tensor rows.
+        ranks: Ranks compared.
+        step: Step compared (``None``: the first step of each dump).
+        advice: Mechanisms the advisor found.
+        schema_version: :data:`SCHEMA_VERSION`.
+    """
+
+    bench: str
+    target: str
+    rows: tuple[OpComparison, ...]
+    first_divergence_row: int | None = None
+    profile: str = "budget"
+    metrics: tuple[str, ...] = ()
+    ranks: tuple[int, ...] = (0,)
+    step: int | None = None
+    advice: tuple[Advice, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def first_divergence(self) -> OpComparison | None:
+        """The first row, in execution order, whose added error exceeds its budget."""
+        if self.first_divergence_row is None:
+            return None
+        return self.rows[self.first_divergence_row]
+
+    @property
+    def first_divergence_rank(self) -> int | None:
+        """Rank of :attr:`first_divergence` (multi-rank comparisons)."""
+        row = self.first_divergence
+        return None if row is None else row.rank
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Rows per verdict, plus ``unmatched``."""
+        out = dict.fromkeys(VERDICTS, 0)
+        for r in self.rows:
+            out[r.verdict] += 1
+        out["unmatched"] = sum(1 for r in self.rows if r.match == "unmatched")
+        return out
+
+    @property
+    def agrees(self) -> bool:
+        """True when no row is an ``error``."""
+        return not any(r.verdict == "error" for r in self.rows)
+
+    def __iter__(self) -> Iterator[OpComparison]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    # ------------------------------------------------------------------ exports
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of the module docstring, as Python objects."""
+        return {
+            "schema_version": self.schema_version,
+            "format": FORMAT_NAME,
+            "bench": self.bench,
+            "target": self.target,
+            "profile": self.profile,
+            "metrics": list(self.metrics),
+            "ranks": list(self.ranks),
+            "step": self.step,
+            "first_divergence": self.first_divergence_row,
+            "first_divergence_rank": self.first_divergence_rank,
+            "advice": [asdict(a) for a in self.advice],
+            "rows": [{k: _encode(v) for k, v in r.to_dict().items()} for r in self.rows],
+        }
+
+    def to_json(self, path: str | Path | None = None, *, indent: int | None = 1) -> str:
+        """Serialize to JSON (module docstring); also write it to ``path`` when given.
+
+        Example:
+            >>> c = Comparison("a", "b", rows=())
+            >>> Comparison.from_json(c.to_json()) == c
+            True
+        """
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    @classmethod
+    def from_json(cls, source: str | Path) -> Comparison:
+        """Read a JSON export (a path or the JSON text itself).
+
+        Raises:
+            InputFileError: The file cannot be read or is not a comparison export.
+            SchemaVersionError: It was written by a newer schema version.
+        """
+        text = str(source)
+        label = "<text>"
+        if not text.lstrip().startswith("{"):
+            label = text
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except OSError as exc:
+                msg = f"Comparison file {label!r}: cannot be read ({exc}). Check the path."
+                raise InputFileError(msg) from exc
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            msg = f"Comparison file {label!r}: not valid JSON ({exc}). Expected a to_json export."
+            raise InputFileError(msg) from exc
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
+            msg = (
+                f"Comparison file {label!r}: not a comparison export. "
+                f"Expected format {FORMAT_NAME!r}. Write it with Comparison.to_json()."
+            )
+            raise InputFileError(msg)
+        version = raw.get("schema_version")
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            msg = (
+                f"Comparison file {label!r}: schema version {version!r} is newer than this "
+                f"tensorsight knows. Expected <= {SCHEMA_VERSION}. Upgrade tensorsight."
+            )
+            raise SchemaVersionError(msg)
+        try:
+            return cls(
+                bench=str(raw["bench"]),
+                target=str(raw["target"]),
+                rows=tuple(OpComparison.from_dict(r) for r in raw["rows"]),
+                first_divergence_row=raw.get("first_divergence"),
+                profile=str(raw.get("profile", "budget")),
+                metrics=tuple(raw.get("metrics", ())),
+                ranks=tuple(int(r) for r in raw.get("ranks", (0,))),
+                step=raw.get("step"),
+                advice=tuple(Advice(**a) for a in raw.get("advice", ())),
+                schema_version=version,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"Comparison file {label!r}: malformed ({exc}). Expected a to_json export."
+            raise InputFileError(msg) from exc
+
+    def to_csv(self, path: str | Path | None = None) -> str:
+        """CSV with one row per tensor and :data:`COLUMNS` as header; written to ``path``."""
+        from tensorsight.compare.report.csv import render_csv
+
+        return render_csv(self, path)
+
+    def to_excel(self, path: str | Path) -> Path:
+        """XLSX workbook (needs openpyxl: ``pip install 'tensorsight[compare]'``)."""
+        from tensorsight.compare.report.xlsx import render_xlsx
+
+        return render_xlsx(self, path)
+
+    def to_html(self, path: str | Path | None = None) -> str:
+        """Standalone HTML report (no network access needed to view it)."""
+        from tensorsight.compare.report.html import render_html
+
+        return render_html(self, path)
+
+    def to_node_data(self, path: str | Path | None = None) -> str:
+        """Model Explorer node-data JSON (per-module worst error), written to ``path``."""
+        from tensorsight.compare.report.node_data import render_node_data
+
+        return render_node_data(self, path)
+
+    def summary(self, *, top: int = 5) -> str:
+        """Plain-text summary: first divergence, top offenders, counts, advice."""
+        from tensorsight.compare.report.console import render_summary
+
+        return render_summary(self, top=top)
+
+
+def _encode(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, tuple):
+        return list(v)
+    return v
+
+
+def _decode(v: Any) -> Any:
+    if v in ("nan", "inf", "-inf"):
+        return float(v)
+    return v

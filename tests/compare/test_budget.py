@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tensorsight.compare.budget import (
+    ClassicProfile,
+    JudgeState,
+    get_profile,
+    row_error,
+    unit_roundoff,
+)
+from tensorsight.compare.result import OpComparison
+from tensorsight.errors import UsageError
+
+
+def _row(tensor, err, dtype_t="bfloat16", shape=(64, 32), **kw):
+    # a tensor with rms 1 whose error rms is ``err``
+    return OpComparison(
+        3, kw.pop("op", "aten.mm.default"), "M.fc", "forward", tensor, shape, shape,
+        "float32", dtype_t, rmse=err, mean_bench=0.0, std_bench=1.0, mean_target=0.0,
+        std_target=1.0, cosine=1 - err**2 / 2, rel_euclidean=err, kl_div=0.0, **kw,
+    )  # fmt: skip
+
+
+def _judge(inputs, outputs, profile=None, state=None):
+    return get_profile(profile).judge_op("aten.mm.default", inputs, outputs, state or JudgeState())
+
+
+def test_unit_roundoff():
+    assert unit_roundoff("float32") == 2.0**-24
+    assert unit_roundoff("float16") == 2.0**-11
+    assert unit_roundoff("int64") == 0.0
+    assert unit_roundoff(None) == 0.0
+
+
+def test_bf16_rounding_passes_and_a_real_error_fails():
+    u = 2.0**-8
+    ins = [_row("input.0", u / 2), _row("input.1", u / 2, shape=(32, 16))]
+    _, [ok] = _judge(ins, [_row("output.0", 1.5 * u)])
+    assert ok.verdict == "pass"
+    assert ok.budget is not None
+    assert ok.error == pytest.approx(1.5 * u)
+    assert "within budget" in ok.reason
+    _, [bad] = _judge(ins, [_row("output.0", 0.2)])
+    assert bad.verdict == "error"
+    assert bad.error_gain == pytest.approx(0.2 / (u / 2))
+    assert "exceeds budget" in bad.reason
+
+
+def test_large_inherited_error_is_a_warning_not_an_error():
+    ins = [_row("input.0", 0.3, dtype_t="float32")]
+    judged_in, [out] = _judge(ins, [_row("output.0", 0.35, dtype_t="float32")])
+    assert out.verdict == "warning"
+    assert "inherited" in out.reason
+    # the input itself is new error (nothing upstream explains it): a differing parameter
+    assert judged_in[0].verdict == "error"
+
+
+def test_inputs_explained_by_earlier_error_pass():
+    state = JudgeState(max_error_seen=0.3)
+    [inp], _ = _judge([_row("input.0", 0.3, dtype_t="float32")], [], state=state)
+    assert inp.verdict == "pass"
+
+
+def test_structural_verdicts():
+    nan_row = _row("output.0", math.nan, nonfinite_bench=0.0, nonfinite_target=3.0)
+    _, [r] = _judge([], [nan_row])
+    assert r.verdict == "error"
+    assert "NaN/Inf" in r.reason
+    shape = OpComparison(0, "aten.add.Tensor", "", "forward", "output.0", (2,), (3,))
+    _, [r] = _judge([], [shape])
+    assert r.verdict == "error"
+    assert "Shapes differ" in r.reason
+    unmatched = OpComparison(0, "x", "", "forward", "output.0", match="unmatched", reason="r.")
+    _, [r] = _judge([], [unmatched])
+    assert r.verdict == "warning"
+    md5 = OpComparison(
+        0, "x", "", "forward", "output.0", (2,), (2,), "float32", "float32", mode="md5",
+        fingerprint_equal=False,
+    )  # fmt: skip
+    _, [r] = _judge([], [md5])
+    assert r.verdict == "error"
+    assert "bitwise" in r.reason
+
+
+def test_discrete_outputs_follow_their_inputs():
+    ins = [_row("input.0", 0.01)]
+    idx = _row("output.0", 0.5, dtype_t="int64", op="aten.argmax.default")
+    _, [r] = get_profile("budget").judge_op("aten.argmax.default", ins, [idx], JudgeState())
+    assert r.verdict == "warning"
+    assert "Discrete" in r.reason
+
+
+def test_classic_thresholds():
+    prof = ClassicProfile()
+    _, [r] = prof.judge_op("op", [], [_row("output.0", 0.06)], JudgeState())
+    assert r.verdict == "error"
+    assert "0.05" in r.reason
+    _, [r] = prof.judge_op("op", [], [_row("output.0", 0.02)], JudgeState())
+    assert r.verdict == "warning"
+    _, [r] = prof.judge_op("op", [], [_row("output.0", 0.001)], JudgeState())
+    assert r.verdict == "pass"
+
+
+def test_row_error_from_statistics():
+    row = OpComparison(
+        0, "x", "", "forward", "output.0", mode="statistics", norm_rel_diff=0.1,
+        stat_abs_diff=0.5, min_bench=-1.0, max_bench=2.0,
+    )  # fmt: skip
+    assert row_error(row) == 0.25
+
+
+def test_unknown_profile():
+    with pytest.raises(UsageError, match="Profile 'strict'"):
+        get_profile("strict")

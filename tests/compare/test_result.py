@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from tensorsight.compare.result import (
+    COLUMNS,
+    METRIC_COLUMNS,
+    Advice,
+    Comparison,
+    OpComparison,
+    Verdict,
+)
+from tensorsight.errors import InputFileError, SchemaVersionError, UsageError
+
+
+def _comparison():
+    rows = (
+        OpComparison(
+            0, "aten.mm.default", "M.fc", "forward", "output.0", (2, 3), (2, 3),
+            "float32", "bfloat16", cosine=0.9999, max_abs_err=math.inf, kl_div=math.nan,
+            within_1e_3=0.5, verdict="pass", reason="Within budget.", budget=1e-2, error=1e-3,
+        ),
+        OpComparison(
+            1, "aten.relu.default", "M.act", "forward", "output.0", verdict="error",
+            reason="Error 0.5 exceeds budget 0.01.", budget=0.01, error=0.5,
+            custom={"my_metric": 2.0},
+        ),
+        OpComparison(
+            2, "aten._to_copy.default", "M.fc", "forward", "input.0", match="unmatched",
+            verdict="warning", reason="Op only in target.",
+        ),
+    )  # fmt: skip
+    return Comparison(
+        "bench dir", "target é", rows, first_divergence_row=1,
+        metrics=METRIC_COLUMNS, advice=(Advice("scale-error", "std ratio 2", 1),),
+    )  # fmt: skip
+
+
+def test_columns_are_the_product_names_in_order():
+    assert COLUMNS[:9] == (
+        "index", "op", "module_path", "direction", "tensor",
+        "shape_bench", "shape_target", "dtype_bench", "dtype_target",
+    )  # fmt: skip
+    assert "within_1e-3" in COLUMNS
+    assert "within_5e-3" in COLUMNS
+    assert COLUMNS[len(METRIC_COLUMNS) + 9 : len(METRIC_COLUMNS) + 11] == ("verdict", "reason")
+
+
+def test_attribute_safe_names_and_column_access():
+    row = _comparison().rows[0]
+    assert row.within_1e_3 == 0.5
+    assert row.get("within_1e-3") == 0.5
+    assert row.to_dict()["within_1e-3"] == 0.5
+
+
+def test_json_round_trip_keeps_nonfinite_and_custom(tmp_path):
+    c = _comparison()
+    path = tmp_path / "c.json"
+    text = c.to_json(path)
+    doc = json.loads(text)
+    assert doc["schema_version"] == 1
+    assert doc["rows"][0]["max_abs_err"] == "inf"
+    assert doc["rows"][0]["kl_div"] == "nan"
+    assert doc["rows"][0]["shape_bench"] == [2, 3]
+    back = Comparison.from_json(path)
+    assert back.first_divergence is not None
+    assert back.first_divergence.op == "aten.relu.default"
+    assert back.rows[0].max_abs_err == math.inf
+    assert math.isnan(back.rows[0].kl_div)
+    assert back.rows[1].custom == {"my_metric": 2.0}
+    assert back.advice == c.advice
+    assert back.rows[2] == c.rows[2]
+
+
+def test_from_json_rejects_bad_input(tmp_path):
+    with pytest.raises(InputFileError, match="cannot be read"):
+        Comparison.from_json(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"rows": [', encoding="utf-8")
+    with pytest.raises(InputFileError, match="not valid JSON"):
+        Comparison.from_json(bad)
+    bad.write_text('{"format": "other"}', encoding="utf-8")
+    with pytest.raises(InputFileError, match="not a comparison export"):
+        Comparison.from_json(bad)
+    newer = json.loads(_comparison().to_json())
+    newer["schema_version"] = 99
+    with pytest.raises(SchemaVersionError, match="newer"):
+        Comparison.from_json(json.dumps(newer))
+
+
+def test_csv_has_exact_column_keys(tmp_path):
+    text = _comparison().to_csv(tmp_path / "c.csv")
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == [*COLUMNS, "my_metric"]
+    assert rows[1][rows[0].index("shape_bench")] == "[2,3]"
+    assert rows[2][rows[0].index("verdict")] == "error"
+    assert (tmp_path / "c.csv").read_text(encoding="utf-8") == text
+
+
+def test_excel_has_frozen_header_and_coloured_verdicts(tmp_path):
+    openpyxl = pytest.importorskip("openpyxl")
+    path = _comparison().to_excel(tmp_path / "c.xlsx")
+    wb = openpyxl.load_workbook(path)
+    ws = wb["rows"]
+    assert ws.freeze_panes == "A2"
+    header = [c.value for c in ws[1]]
+    assert header[: len(COLUMNS)] == list(COLUMNS)
+    col = header.index("verdict") + 1
+    assert ws.cell(row=3, column=col).value == "error"
+    assert ws.cell(row=3, column=col).fill.start_color.rgb.endswith("FFC7CE")
+    assert "first divergence" in "\n".join(str(c.value) for c in wb["summary"]["A"])
+
+
+def test_summary_html_and_node_data():
+    c = _comparison()
+    text = c.summary()
+    assert "first divergence: aten.relu.default [forward] output.0 in M.act" in text
+    assert "scale-error" in text
+    html = c.to_html()
+    assert "<table>" in html
+    assert "target é" in html
+    assert "<script>" in html
+    node = json.loads(c.to_node_data())
+    assert node["results"]["M.act"]["value"] == pytest.approx(50.0)
+
+
+def test_counts_and_verdict_validation():
+    c = _comparison()
+    assert c.counts == {"pass": 1, "warning": 1, "error": 1, "unmatched": 1}
+    assert not c.agrees
+    with pytest.raises(UsageError, match="Verdict 'fail'"):
+        Verdict("fail", "nope")
+
+
+def test_summary_groups_one_sided_ops_instead_of_listing_them_as_offenders():
+    casts = [
+        OpComparison(
+            index=i,
+            op="aten._to_copy.default",
+            module_path="M.fc",
+            direction="forward",
+            tensor=tensor,
+            shape_target=(2, 2),
+            dtype_target="bfloat16",
+            verdict="warning",
+            reason="Op only in target.",
+            match="unmatched",
+        )
+        for i in range(3)
+        for tensor in ("input.0", "output.0")
+    ]
+    measured = OpComparison(
+        index=9,
+        op="aten.mm.default",
+        module_path="M.fc",
+        direction="forward",
+        tensor="output.0",
+        shape_bench=(2, 2),
+        shape_target=(2, 2),
+        verdict="warning",
+        reason="inherited",
+        error=0.1,
+        budget=1.0,
+    )
+    text = Comparison("b", "t", rows=(*casts, measured)).summary()
+    assert "only on one side (not compared):\n  3 x aten._to_copy.default only in target" in text
+    offenders = text.split("top offenders:\n")[1].split("\n")[0]
+    assert "aten.mm.default" in offenders
+    assert "_to_copy" not in text.split("top offenders:")[1].split("only on one side")[0]
