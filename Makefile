@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench proto clean
+.PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench proto clean web web-test
 
 install: $(STAMP)
 
@@ -31,13 +31,36 @@ typecheck: $(STAMP)
 arch: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP)
+# The board's front end (web/, TypeScript + Vite) builds into the package, which serves it.
+# npm ci runs when the lock file changed; vite build when anything under web/ changed.
+WEB_DEPS := web/node_modules/.package-lock.json
+WEB_BUILD := src/tensorsight/board/static/index.html
+WEB_SRC := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite.config.ts \
+	web/tsconfig.json web/package.json
+
+$(WEB_DEPS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	touch $(WEB_DEPS)
+
+$(WEB_BUILD): $(WEB_DEPS) $(WEB_SRC)
+	cd web && npx vite build --logLevel warn
+
+web: $(WEB_BUILD)
+
+web-test: $(WEB_DEPS)
+	cd web && npx tsc --noEmit && npx vitest run
+
+pytest: $(STAMP) $(WEB_BUILD)
 	$(BIN)/pytest --cov --cov-report=term
 
 # The README's test command: every check CI runs.
-test: lint fmt-check typecheck arch pytest
+test: lint fmt-check typecheck arch web-test pytest
 
 check: test
+
+# The whole story on a small model: train, dump, compare, then serve the board (Ctrl-C stops).
+demo: $(STAMP) $(WEB_BUILD)
+	$(BIN)/tensorsight demo --logdir tensorsight-demo --force
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

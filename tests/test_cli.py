@@ -29,6 +29,18 @@ def test_unknown_option_is_one_line_error_with_exit_2():
     assert "--no-such-option" in lines[0]
 
 
+def test_every_subcommand_is_listed_in_help_with_an_example():
+    parser = cli.build_parser()
+    listed = parser.format_help()
+    subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert {"board", "compare", "dump-onnx", "export", "inspect", "migrate"} <= set(
+        subparsers.choices
+    )
+    for name, sub in subparsers.choices.items():
+        assert name in listed
+        assert "example" in sub.format_help().lower(), f"{name} --help has no example"
+
+
 def test_no_command_prints_help_and_exits_2(capsys):
     assert cli.main([]) == cli.EXIT_USAGE
     assert "usage: tensorsight" in capsys.readouterr().err
@@ -38,17 +50,13 @@ def _failing(args):
     raise UsageError("Option '--x' 'bad': expected a number, got 'bad'.")
 
 
+def _register_boom(subparsers):
+    p = subparsers.add_parser("boom")
+    p.set_defaults(func=_failing)
+
+
 def _install_failing_subcommand(monkeypatch):
-    original = cli.build_parser
-
-    def build():
-        parser = original()
-        sub = parser.add_subparsers(dest="command")
-        p = sub.add_parser("boom")
-        p.set_defaults(func=_failing)
-        return parser
-
-    monkeypatch.setattr(cli, "build_parser", build)
+    monkeypatch.setattr(cli, "SUBCOMMANDS", (*cli.SUBCOMMANDS, "tests.test_cli:_register_boom"))
 
 
 def test_user_error_is_one_line_without_traceback(monkeypatch, capsys):

@@ -14,7 +14,18 @@ from typing import TYPE_CHECKING, Any
 from tensorsight._version import __version__
 
 # public name -> "module:attribute". A name is listed here once its part has landed.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "SummaryWriter": "tensorsight.summary:SummaryWriter",
+    "read_logdir": "tensorsight.summary:read_logdir",
+    "Logdir": "tensorsight.summary:Logdir",
+    "migrate": "tensorsight.migrate:migrate",
+    "MigrationReport": "tensorsight.migrate:MigrationReport",
+    "dump": "tensorsight.capture:dump",
+    "read_dump": "tensorsight.capture:read_dump",
+    "compare": "tensorsight.compare:compare",
+    "Comparison": "tensorsight.compare:Comparison",
+    "OpComparison": "tensorsight.compare:OpComparison",
+}
 
 __all__ = ["__version__", *sorted(_LAZY)]
 

@@ -27,7 +27,14 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 # "module:function" of each part's register(subparsers); order = order in --help.
-SUBCOMMANDS: tuple[str, ...] = ()
+SUBCOMMANDS: tuple[str, ...] = (
+    "tensorsight.migrate.cli:register",
+    "tensorsight.capture.cli:register",
+    "tensorsight.compare.cli:register",
+    "tensorsight.board.cli:register",
+    "tensorsight.summary.cli:register",
+    "tensorsight.cli:register_demo",
+)
 
 EPILOG = """\
 examples:
@@ -87,3 +94,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+
+
+DEMO_EPILOG = """\
+examples:
+  tensorsight demo                          train, dump, compare, then open the board
+  tensorsight demo --logdir /tmp/ts --force --no-serve
+"""
+
+
+def register_demo(subparsers: Any) -> None:
+    """Add the ``demo`` subcommand (the whole story on a small model, on the CPU)."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="train, dump and compare a small model on the CPU, then serve the board",
+        description=(
+            "Train a small model in fp32 and bf16 with SummaryWriter, dump one step of fp32, "
+            "bf16 and a planted-bug run, compare them, and serve the board on the result."
+        ),
+        epilog=DEMO_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--logdir", default="tensorsight-demo", help="output folder")
+    parser.add_argument("--steps", type=int, default=None, help="training steps per run (200)")
+    parser.add_argument("--force", action="store_true", help="replace a non-empty --logdir")
+    parser.add_argument("--no-serve", action="store_true", help="stop before serving the board")
+    parser.add_argument("--port", type=int, default=None, help="board port (default 6006)")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.set_defaults(func=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from tensorsight.demo import run_demo
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(line, flush=True)
+
+    result = run_demo(args.logdir, steps=args.steps, force=args.force, say=say)
+    say("")
+    say("fp32 vs bf16 autocast:")
+    say(result.healthy)
+    say("")
+    say("fp32 vs planted LayerNorm-eps bug in blocks.1:")
+    say(result.bug)
+    say("")
+    say(f"reports: {result.logdir / 'compare'}")
+    if args.no_serve:
+        say(f"board:   tensorsight board --logdir {result.logdir}")
+        return EXIT_OK
+    from tensorsight.board.server import serve
+    from tensorsight.data import LogdirProvider
+
+    provider = LogdirProvider(result.logdir)
+    say(f"serving the board on http://127.0.0.1:{args.port or 6006}/ (Ctrl-C stops)")
+    serve(provider, port=args.port)
+    return EXIT_OK
