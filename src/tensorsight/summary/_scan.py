@@ -17,23 +17,17 @@ scanner with the same results (every record goes to ``others``) takes over.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import logging
 import os
-import platform
-import shutil
 import struct
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from tensorsight._cbuild import load_c_library
 from tensorsight.summary._record import masked_crc32c
 
 __all__ = ["Points", "ScanOut", "Scanner", "accelerated"]
@@ -48,35 +42,10 @@ _lib: ctypes.CDLL | None = None
 _lib_tried = False
 
 
-def _cache_dir() -> Path:
-    env = os.environ.get("TENSORSIGHT_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tensorsight"
-
-
 def _build() -> ctypes.CDLL | None:
-    src = resources.files(__package__).joinpath("_cscan.c").read_bytes()
-    key = hashlib.sha256(src + platform.machine().encode() + sys.platform.encode()).hexdigest()
-    so_path = _cache_dir() / f"_cscan-{key[:16]}.so"
-    if not so_path.exists():
-        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-        if cc is None:
-            _log.info("no C compiler found; event files are read by the pure-Python scanner")
-            return None
-        so_path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=so_path.parent) as tmp:
-            c_file = Path(tmp) / "_cscan.c"
-            c_file.write_bytes(src)
-            out = Path(tmp) / "_cscan.so"
-            cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(out), str(c_file)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                _log.info("compiling the C event scanner failed: %s", proc.stderr[-500:])
-                return None
-            os.replace(out, so_path)
-    lib = ctypes.CDLL(str(so_path))
+    lib = load_c_library(Path(__file__).with_name("_cscan.c"), ["-O2"], name="_cscan")
+    if lib is None:
+        return None
     p = ctypes.c_void_p
     i64 = ctypes.c_int64
     lib.ts_tagtab_new.restype = p

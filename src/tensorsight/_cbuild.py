@@ -1,0 +1,85 @@
+"""Compile a bundled C source into a shared library on first use, and cache it.
+
+Two hot loops ship as plain C (the event-record scanner and the metric kernel). They are
+built with the system compiler (``$CC``, else ``cc``, else ``gcc``) into a cache folder
+(``$TENSORSIGHT_CACHE_DIR``, else ``$XDG_CACHE_HOME/tensorsight``, else
+``~/.cache/tensorsight``), keyed by the source, the flags and the machine, and loaded with
+:mod:`ctypes`: no Python headers and no build step at install time. Every caller keeps a
+pure-Python or numpy fallback for when this returns ``None``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["cache_dir", "load_c_library"]
+
+_log = logging.getLogger(__name__)
+
+
+def cache_dir() -> Path:
+    """Where compiled libraries are cached."""
+    env = os.environ.get("TENSORSIGHT_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tensorsight"
+
+
+def _cpu() -> str:
+    """A line that changes when the CPU model or its features change (for -march=native)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith(("model name", "flags")):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def load_c_library(source: Path, flags: Sequence[str], *, name: str) -> ctypes.CDLL | None:
+    """Build ``source`` with ``flags`` (once per source/flags/machine) and load it.
+
+    Args:
+        source: The C file.
+        flags: Compiler flags, e.g. ``["-O2"]``.
+        name: Short name for the cached file and log messages.
+
+    Returns:
+        The loaded library, or ``None`` when there is no compiler, compiling fails, or the
+        result cannot be loaded (the reason is logged at INFO level).
+    """
+    try:
+        code = source.read_bytes()
+        key = hashlib.sha256(
+            code + " ".join(flags).encode() + platform.machine().encode() + _cpu().encode()
+        ).hexdigest()[:16]
+        target = cache_dir() / f"{name}-{key}.so"
+        if not target.is_file():
+            compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+            if compiler is None:
+                _log.info("no C compiler found; %s falls back to Python", name)
+                return None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+            os.close(fd)
+            cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(source)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+            if proc.returncode != 0:
+                os.unlink(tmp)
+                _log.info("compiling %s failed: %s", name, proc.stderr[-500:])
+                return None
+            os.replace(tmp, target)  # atomic: concurrent builders each write a whole file
+        return ctypes.CDLL(str(target))
+    except (OSError, subprocess.SubprocessError) as exc:
+        _log.info("%s unavailable (%s); falling back to Python", name, exc)
+        return None
