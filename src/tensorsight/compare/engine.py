@@ -35,6 +35,7 @@ from tensorsight.compare.metrics import (
     get_metric,
 )
 from tensorsight.compare.metrics.kernel import value_range
+from tensorsight.compare.metrics.stats import STATS_KEYS
 from tensorsight.compare.result import METRIC_COLUMNS, Comparison, OpComparison, attr_name
 from tensorsight.errors import CompareError, UsageError
 
@@ -381,18 +382,7 @@ def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:
 
 def _known(values: dict[str, float]) -> dict[str, float | None]:
     names = {attr_name(c) for c in METRIC_COLUMNS}
-    allowed = names | {
-        "min_bench",
-        "min_target",
-        "max_bench",
-        "max_target",
-        "norm_bench",
-        "norm_target",
-        "nonfinite_bench",
-        "nonfinite_target",
-        "stat_abs_diff",
-        "norm_rel_diff",
-    }
+    allowed = names | set(STATS_KEYS)
     return {k: (None if math.isnan(v) else v) for k, v in values.items() if k in allowed}
 
 

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tensorsight.compare.metrics.kernel import KERNEL_KEYS
+from tensorsight.compare.metrics.stats import STATS_KEYS
 from tensorsight.errors import InputFileError, SchemaVersionError, UsageError
 
 __all__ = [
@@ -64,24 +66,7 @@ IDENTITY_COLUMNS = (
     "dtype_bench",
     "dtype_target",
 )
-METRIC_COLUMNS = (
-    "cosine",
-    "max_abs_err",
-    "acc_rel_err",
-    "rel_euclidean",
-    "kl_div",
-    "mean_bench",
-    "std_bench",
-    "mean_target",
-    "std_target",
-    "mae",
-    "rmse",
-    "max_rel_err",
-    "mean_rel_err",
-    "within_1e-3",
-    "within_5e-3",
-    "max_ulp",
-)
+METRIC_COLUMNS = KERNEL_KEYS  # PRODUCT.md "Comparison rows" metric keys, in order
 EXTRA_COLUMNS = (
     "rank",
     "op_target",
@@ -93,16 +78,7 @@ EXTRA_COLUMNS = (
     "input_error",
     "error_gain",
     "mechanism",
-    "min_bench",
-    "min_target",
-    "max_bench",
-    "max_target",
-    "norm_bench",
-    "norm_target",
-    "nonfinite_bench",
-    "nonfinite_target",
-    "stat_abs_diff",
-    "norm_rel_diff",
+    *STATS_KEYS,
     "fingerprint_equal",
 )
 COLUMNS = (*IDENTITY_COLUMNS, *METRIC_COLUMNS, "verdict", "reason", *EXTRA_COLUMNS)
