@@ -6,9 +6,7 @@ Payload (the writer's contract): a DT_STRING scalar tensor holding UTF-8 JSON
 
 from __future__ import annotations
 
-import json
-
-from tensorsight.errors import SchemaVersionError
+from tensorsight.summary.kinds._json_tensor import load_versioned_json
 from tensorsight.summary.records import DataGraphRecord
 
 __all__ = ["PLUGIN_NAME", "decode_data_graph"]
@@ -24,14 +22,7 @@ def decode_data_graph(payload: bytes, *, step: int, wall_time: float, tag: str) 
         ValueError: The payload is not the documented JSON.
         SchemaVersionError: ``version`` is newer than this reader knows.
     """
-    doc = json.loads(payload.decode("utf-8"))
-    version = int(doc.get("version", 1))
-    if version > SCHEMA_VERSION:
-        msg = (
-            f"Data graph {tag!r}: written with schema version {version}. Expected "
-            f"<= {SCHEMA_VERSION}. Upgrade tensorsight to read it."
-        )
-        raise SchemaVersionError(msg)
+    doc = load_versioned_json(payload, what="Data graph", tag=tag, known=SCHEMA_VERSION)
     nodes = tuple(dict(n) for n in doc.get("nodes", []))
     edges = tuple((str(e[0]), str(e[1])) for e in doc.get("edges", []))
     return DataGraphRecord(step, wall_time, nodes, edges)

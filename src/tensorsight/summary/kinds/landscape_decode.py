@@ -7,12 +7,11 @@ Payload (the writer's contract): a DT_STRING scalar tensor holding UTF-8 JSON
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
-from tensorsight.errors import SchemaVersionError
+from tensorsight.summary.kinds._json_tensor import load_versioned_json
 from tensorsight.summary.records import LandscapeRecord
 
 __all__ = ["PLUGIN_NAME", "decode_landscape"]
@@ -32,14 +31,7 @@ def decode_landscape(payload: bytes, *, step: int, wall_time: float, tag: str) -
         ValueError: The payload is not the documented JSON.
         SchemaVersionError: ``version`` is newer than this reader knows.
     """
-    doc = json.loads(payload.decode("utf-8"))
-    version = int(doc.get("version", 1))
-    if version > SCHEMA_VERSION:
-        msg = (
-            f"Landscape {tag!r}: written with schema version {version}. Expected "
-            f"<= {SCHEMA_VERSION}. Upgrade tensorsight to read it."
-        )
-        raise SchemaVersionError(msg)
+    doc = load_versioned_json(payload, what="Landscape", tag=tag, known=SCHEMA_VERSION)
     x = np.asarray(doc["x"], dtype=np.float64)
     y = np.asarray(doc["y"], dtype=np.float64)
     values = _floats(doc["values"]).reshape(len(y), len(x))
