@@ -1,0 +1,91 @@
+"""Result types for the board's model views: computational graphs and data-pipeline graphs.
+
+These are what :meth:`DataProvider.read_graph` and :meth:`DataProvider.read_data_graphs`
+return (SCHEMA_VERSION 1). They do not depend on the file format the graph came from: a
+graph written by ``SummaryWriter.add_graph`` (ATen ops with module scopes, shapes and
+dtypes), a TensorBoard ``GraphDef`` from torch or tensorboardX, or a MindSpore ANF graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DataGraph", "GraphNodeData", "ModelGraph"]
+
+
+@dataclass(frozen=True)
+class GraphNodeData:
+    """One node of a computational graph.
+
+    Attributes:
+        name: Unique node name; ``/`` separates scopes (``encoder/layer.0/aten::addmm_3``).
+        op: Op type (``aten::addmm``, ``Parameter``, ``IO Node``, MindSpore ``MatMul``...).
+        inputs: Producer names as written; a leading ``^`` marks a control input and a
+            ``:k`` suffix an output index (TensorBoard conventions).
+        shapes: Shape of each output (an unknown dimension is -1); empty when unknown.
+        dtypes: Dtype name of each output (``"bfloat16"``, ``"float32"``); empty when unknown.
+        module_path: Dotted ``nn.Module`` path (MindSpore: the scope); ``""`` at the top.
+        attrs: Remaining attributes as JSON-friendly Python values.
+        path: The scoped name the hierarchy is built from (``name`` unless the source has a
+            better one, e.g. MindSpore's ``full_name``).
+    """
+
+    name: str
+    op: str
+    inputs: tuple[str, ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+    module_path: str = ""
+    attrs: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    path: str = ""
+
+    SCHEMA_VERSION = 1
+
+    @property
+    def scoped_name(self) -> str:
+        """``path`` when set, else ``name``."""
+        return self.path or self.name
+
+
+@dataclass(frozen=True, eq=False)
+class ModelGraph:
+    """A computational graph of one run: ``nodes`` in file order.
+
+    Attributes:
+        run: Run name.
+        tag: Graph tag (``"graph"`` for ``add_graph``).
+        source: Format it was read from (``"tensorsight"``, ``"tensorboard"``, ``"mindspore"``).
+        step: Step it was written at (0 when the format has none).
+        wall_time: Seconds since the epoch.
+        nodes: The nodes.
+    """
+
+    run: str
+    tag: str
+    source: str
+    step: int
+    wall_time: float
+    nodes: tuple[GraphNodeData, ...]
+
+    SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, eq=False)
+class DataGraph:
+    """One data-pipeline graph (``add_data_graph`` or a MindSpore lineage dataset graph).
+
+    Attributes:
+        step: Step it was written at.
+        wall_time: Seconds since the epoch.
+        nodes: ``{"id", "type", "label", "params"}`` objects (see docs/formats/summaries.md).
+        edges: ``(source id, target id)`` pairs in the direction data flows.
+    """
+
+    step: int
+    wall_time: float
+    nodes: tuple[Mapping[str, Any], ...]
+    edges: tuple[tuple[str, str], ...]
+
+    SCHEMA_VERSION = 1
