@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
 from tensorsight.data._downsample import downsample_indices
+from tensorsight.data.comparisons import (
+    AdviceInfo,
+    ComparisonInfo,
+    ComparisonStore,
+    ModuleNode,
+    RowPage,
+    RowQuery,
+)
+from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.memory import InMemoryProvider
 from tensorsight.data.provider import (
     KINDS,
@@ -21,6 +31,7 @@ from tensorsight.data.provider import (
     ScalarSeries,
     TextRecord,
 )
+from tensorsight.data.tensors import TensorValue
 
 if TYPE_CHECKING:
     from tensorsight.data.logdir import LogdirProvider
@@ -28,14 +39,27 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "SCHEMA_VERSION",
+    "AdviceInfo",
+    "ComparisonInfo",
+    "ComparisonStore",
+    "DataGraph",
     "DataProvider",
+    "DetailLimits",
+    "GraphNodeData",
     "HistogramRecord",
     "ImageRecord",
     "InMemoryProvider",
     "Limits",
     "LogdirProvider",
+    "ModelGraph",
+    "ModuleNode",
+    "OpDetail",
+    "ReplayInfo",
+    "RowPage",
+    "RowQuery",
     "RunInfo",
     "ScalarSeries",
+    "TensorValue",
     "TextRecord",
     "downsample_indices",
 ]

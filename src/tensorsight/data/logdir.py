@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.provider import (
     DataProvider,
     HistogramRecord,
@@ -21,6 +22,10 @@ from tensorsight.data.provider import (
     ScalarSeries,
     TextRecord,
 )
+from tensorsight.data.tensors import TensorValue
+
+if TYPE_CHECKING:
+    from tensorsight.data.comparisons import ComparisonStore
 
 __all__ = ["LogdirProvider"]
 
@@ -95,6 +100,8 @@ class LogdirProvider(DataProvider):
             before = self._runs
             self._index()
             changed = bool(result.has_changes) or self._runs != before
+            store = self.__dict__.get("_comparisons")
+            changed = (store is not None and store.reload()) or changed
             if changed:
                 self._generation += 1
             return changed
@@ -191,3 +198,74 @@ class LogdirProvider(DataProvider):
         with self._lock:
             records = list(self._logdir.text(run, tag))
         return [TextRecord(int(r.step), float(r.wall_time), _text(r)) for r in records]
+
+    def read_graph(self, run: str, tag: str) -> ModelGraph:
+        from tensorsight.errors import UsageError
+
+        key = (run, tag, self._generation)
+        cache: dict[tuple[str, str, int], ModelGraph] = self.__dict__.setdefault("_graphs", {})
+        if key in cache:
+            return cache[key]
+        with self._lock:
+            try:
+                g = self._logdir.graph(run, tag)
+            except UsageError:
+                raise KeyError(tag) from None
+        if g is None:
+            raise KeyError(tag)
+        nodes = tuple(
+            GraphNodeData(
+                n.name,
+                n.op,
+                tuple(n.inputs),
+                tuple(tuple(int(d) for d in s) for s in n.shapes),
+                tuple(n.dtypes),
+                n.module_path,
+                dict(n.attrs),
+                str(n.attrs.get("full_name") or n.name),
+            )
+            for n in g.nodes
+        )
+        graph = ModelGraph(run, tag, g.source, int(g.step), float(g.wall_time), nodes)
+        cache.clear()  # one graph at a time: they can be large
+        cache[key] = graph
+        return graph
+
+    def read_tensors(self, run: str, tag: str) -> list[TensorValue]:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            try:
+                records = list(self._logdir.tensors(run, tag))
+            except UsageError:
+                raise KeyError(tag) from None
+        out = []
+        for r in records:
+            numeric = r.dtype == "bfloat16" or r.dtype.startswith("float")
+            values = r.to_float32() if numeric else r.data
+            out.append(TensorValue.from_array(r.step, r.wall_time, values, r.dtype))
+        return out
+
+    def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            try:
+                records = list(self._logdir.data_graphs(run, tag))
+            except UsageError:
+                raise KeyError(tag) from None
+        return [
+            DataGraph(int(r.step), float(r.wall_time), tuple(r.nodes), tuple(r.edges))
+            for r in records
+        ]
+
+    def comparisons(self) -> ComparisonStore:
+        """The comparison results (``comparison.json`` files) below the logdir."""
+        from tensorsight.data.comparisons import ComparisonStore
+
+        with self._lock:
+            store: ComparisonStore | None = self.__dict__.get("_comparisons")
+            if store is None:
+                store = ComparisonStore(self.path)
+                self.__dict__["_comparisons"] = store
+            return store

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from tensorsight.data.graphs import DataGraph, ModelGraph
 from tensorsight.data.provider import (
     DataProvider,
     HistogramRecord,
@@ -16,6 +18,7 @@ from tensorsight.data.provider import (
     ScalarSeries,
     TextRecord,
 )
+from tensorsight.data.tensors import TensorValue
 
 __all__ = ["InMemoryProvider"]
 
@@ -37,6 +40,7 @@ class InMemoryProvider(DataProvider):
         self._hist: dict[tuple[str, str], list[HistogramRecord]] = {}
         self._images: dict[tuple[str, str], list[ImageRecord]] = {}
         self._text: dict[tuple[str, str], list[TextRecord]] = {}
+        self._models: dict[tuple[str, str, str], Any] = {}  # graphs, tensors, data graphs
         self._tags: dict[str, dict[str, list[str]]] = {}
         self._times: dict[str, tuple[float, float]] = {}
         self._generation = 0
@@ -125,3 +129,31 @@ class InMemoryProvider(DataProvider):
 
     def read_text(self, run: str, tag: str) -> list[TextRecord]:
         return list(self._text[(run, tag)])
+
+    def add_graph(self, graph: ModelGraph) -> None:
+        """Set the computational graph ``graph.tag`` of run ``graph.run``."""
+        with self._lock:
+            self._models[("graphs", graph.run, graph.tag)] = graph
+            self._touch(graph.run, "graphs", graph.tag, [graph.wall_time])
+
+    def add_tensor(self, run: str, tag: str, value: TensorValue) -> None:
+        """Append one tensor record (see :meth:`TensorValue.from_array`)."""
+        with self._lock:
+            self._models.setdefault(("tensors", run, tag), []).append(value)
+            self._touch(run, "tensors", tag, [value.wall_time])
+
+    def add_data_graph(self, run: str, tag: str, graph: DataGraph) -> None:
+        """Append one data-pipeline graph."""
+        with self._lock:
+            self._models.setdefault(("data_graphs", run, tag), []).append(graph)
+            self._touch(run, "data_graphs", tag, [graph.wall_time])
+
+    def read_graph(self, run: str, tag: str) -> ModelGraph:
+        graph: ModelGraph = self._models[("graphs", run, tag)]
+        return graph
+
+    def read_tensors(self, run: str, tag: str) -> list[TensorValue]:
+        return list(self._models[("tensors", run, tag)])
+
+    def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
+        return list(self._models[("data_graphs", run, tag)])

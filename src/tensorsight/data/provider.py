@@ -27,9 +27,15 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from tensorsight.data.comparisons import ComparisonStore
+    from tensorsight.data.graphs import DataGraph, ModelGraph
+    from tensorsight.data.tensors import TensorValue
 
 __all__ = [
     "KINDS",
@@ -255,3 +261,20 @@ class DataProvider(abc.ABC):
     @abc.abstractmethod
     def read_text(self, run: str, tag: str) -> list[TextRecord]:
         """Text records in step order."""
+
+    # Model views (graphs, tensors, data pipelines): optional, KeyError when not offered.
+    def read_graph(self, run: str, tag: str) -> ModelGraph:
+        """The computational graph ``tag`` of ``run``."""
+        raise KeyError(tag)
+
+    def read_tensors(self, run: str, tag: str) -> list[TensorValue]:
+        """Tensor records of a tag in step order."""
+        raise KeyError(tag)
+
+    def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
+        """Data-pipeline graphs of a tag in step order."""
+        raise KeyError(tag)
+
+    def comparisons(self) -> ComparisonStore | None:
+        """Comparison results this provider serves (``None``: it serves none)."""
+        return None

@@ -6,4 +6,9 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   histograms: () => import("./histograms/index"),
   images: () => import("./images/index"),
   text: () => import("./text/index"),
+  graphs: () => import("./graphs/index"),
+  precision: () => import("./precision/index"),
+  tensors: () => import("./tensors/index"),
+  data_graphs: () => import("./data_graphs/index"),
+  comparison: () => import("./comparison/index"),
 };

@@ -17,6 +17,11 @@ BUILTIN_VIEWS: dict[str, str] = {
     "histograms": "tensorsight.board.views.histograms:HistogramsView",
     "images": "tensorsight.board.views.images:ImagesView",
     "text": "tensorsight.board.views.text:TextView",
+    "graphs": "tensorsight.board.views.graphs:GraphsView",
+    "precision": "tensorsight.board.views.precision:PrecisionView",
+    "tensors": "tensorsight.board.views.tensors:TensorsView",
+    "data_graphs": "tensorsight.board.views.data_graphs:DataGraphsView",
+    "comparison": "tensorsight.board.views.comparison:ComparisonView",
 }
 
 

@@ -1,0 +1,302 @@
+"""The comparison view: results of ``tensorsight.compare`` found under the logdir.
+
+Routes under ``/api/views/comparison`` (spec: ``docs/http_api/comparison.md``):
+``/list``, ``/summary``, ``/rows`` (filter, sort, page), ``/tree`` (module hierarchy),
+``/detail`` (one row's tensors from the dumps) and ``/replay`` (re-run one op). Data comes
+from :meth:`DataProvider.comparisons`; non-finite numbers travel as ``"NaN"``,
+``"Infinity"``, ``"-Infinity"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tensorsight.board.errors import InvalidArgument, NotFound, PublicError
+from tensorsight.board.views.base import View, float_param, int_param, require_param
+from tensorsight.data import DetailLimits, RowQuery
+from tensorsight.errors import TensorsightError
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import BaseRoute
+
+    from tensorsight.data import ComparisonStore, DataProvider
+
+__all__ = [
+    "MAX_PAGE",
+    "CannotReplay",
+    "ComparisonView",
+    "detail_impl",
+    "list_impl",
+    "replay_impl",
+    "rows_impl",
+    "summary_impl",
+    "tree_impl",
+]
+
+MAX_PAGE = 1000
+MAX_TOP = 200
+MAX_CELLS = 128
+VERDICTS = ("pass", "warning", "error")
+DIRECTIONS = ("forward", "backward")
+MATCHES = ("all", "matched", "unmatched")
+
+
+class CannotReplay(PublicError):
+    """The op of a row cannot be replayed from its dumps (HTTP 422)."""
+
+    http_status = 422
+    code = "failed_precondition"
+
+
+def jsonable(obj: Any) -> Any:
+    """Dataclasses, mappings and sequences as JSON values; non-finite floats as strings."""
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
+
+
+def _store(provider: DataProvider) -> ComparisonStore:
+    store = provider.comparisons()
+    if store is None:
+        msg = "This board serves no comparisons."
+        raise NotFound(msg)
+    return store
+
+
+def _check(provider: DataProvider, name: str) -> ComparisonStore:
+    store = _store(provider)
+    try:
+        info = store.info(name)
+    except KeyError:
+        msg = f"Comparison {name[:200]!r} does not exist."
+        raise NotFound(msg) from None
+    if info.error is not None:
+        msg = f"Comparison {name[:200]!r} cannot be read: {info.error}"
+        raise NotFound(msg)
+    return store
+
+
+def _row(store: ComparisonStore, name: str, position: int) -> Mapping[str, Any]:
+    try:
+        return store.row(name, position)
+    except KeyError:
+        msg = f"Comparison {name[:200]!r} has no row {position}."
+        raise NotFound(msg) from None
+
+
+def list_impl(provider: DataProvider) -> dict[str, Any]:
+    """Every comparison under the logdir (unreadable ones with ``error``)."""
+    store = provider.comparisons()
+    infos = store.list() if store is not None else []
+    return {"comparisons": [jsonable(i) for i in infos]}
+
+
+def summary_impl(provider: DataProvider, name: str) -> dict[str, Any]:
+    """One comparison: its info, the first divergence row, metric ranges, op names."""
+    store = _check(provider, name)
+    info = store.info(name)
+    first = info.first_divergence
+    return {
+        "comparison": jsonable(info),
+        "first_divergence_row": None if first is None else jsonable(_row(store, name, first)),
+        "metric_ranges": jsonable(store.metric_ranges(name)),
+        "ops": store.ops(name),
+    }
+
+
+def rows_impl(provider: DataProvider, name: str, query: RowQuery) -> dict[str, Any]:
+    """One page of filtered, sorted rows."""
+    store = _check(provider, name)
+    try:
+        page = store.rows(name, query)
+    except KeyError as exc:
+        msg = f"Column {str(exc.args[0])[:80]!r} does not exist in comparison {name[:200]!r}."
+        raise InvalidArgument(msg) from None
+    return jsonable(page)  # type: ignore[no-any-return]
+
+
+def tree_impl(
+    provider: DataProvider, name: str, metric: str | None, direction: str | None
+) -> dict[str, Any]:
+    """The module hierarchy with worst verdict and metric value per scope."""
+    store = _check(provider, name)
+    try:
+        tree = store.module_tree(name, metric=metric, direction=direction)
+    except KeyError:
+        msg = f"Metric {str(metric)[:80]!r} does not exist in comparison {name[:200]!r}."
+        raise InvalidArgument(msg) from None
+    return {"metric": metric, "direction": direction, "tree": jsonable(tree)}
+
+
+def detail_impl(
+    provider: DataProvider, name: str, position: int, limits: DetailLimits | None = None
+) -> dict[str, Any]:
+    """The drill-down of one row (tensors read from the dumps, bounded by ``limits``)."""
+    store = _check(provider, name)
+    _row(store, name, position)
+    try:
+        detail = store.detail(name, position, limits)
+    except KeyError:
+        msg = f"Comparison {name[:200]!r}: slice index out of range for row {position}."
+        raise InvalidArgument(msg) from None
+    return jsonable(detail)  # type: ignore[no-any-return]
+
+
+def replay_impl(provider: DataProvider, name: str, position: int) -> dict[str, Any]:
+    """Re-run one row's op on the bench inputs in the target dtype and in float64."""
+    store = _check(provider, name)
+    _row(store, name, position)
+    try:
+        result = store.replay(name, position)
+    except TensorsightError as exc:
+        raise CannotReplay(str(exc).split(" (")[0].rstrip(".") + ".") from None
+    return jsonable(result)  # type: ignore[no-any-return]
+
+
+def _choice(request: Request, key: str, allowed: Sequence[str]) -> tuple[str, ...]:
+    values = tuple(v for v in request.query_params.getlist(key) if v)
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        msg = f"Query parameter {key!r}: expected one of {', '.join(allowed)}, got {bad[0][:40]!r}."
+        raise InvalidArgument(msg)
+    return values
+
+
+def parse_query(request: Request) -> RowQuery:
+    """A :class:`RowQuery` from the query string (see docs/http_api/comparison.md)."""
+    params = request.query_params
+    ranges: dict[str, tuple[float | None, float | None]] = {}
+    for key in params:
+        prefix, _, column = key.partition(".")
+        if prefix in ("min", "max") and column:
+            lo, hi = ranges.get(column, (None, None))
+            value = float_param(request, key)
+            ranges[column] = (value, hi) if prefix == "min" else (lo, value)
+    match = params.get("match") or "all"
+    if match not in MATCHES:
+        msg = f"Query parameter 'match': expected one of {', '.join(MATCHES)}, got {match[:40]!r}."
+        raise InvalidArgument(msg)
+    ranks = []
+    for raw in params.getlist("rank"):
+        if not raw.isdigit():
+            msg = f"Query parameter 'rank': expected a non-negative integer, got {raw[:40]!r}."
+            raise InvalidArgument(msg)
+        ranks.append(int(raw))
+    return RowQuery(
+        verdicts=_choice(request, "verdict", VERDICTS),
+        directions=_choice(request, "direction", DIRECTIONS),
+        op=params.get("op", "")[:200],
+        module=params.get("module", "")[:500],
+        module_prefix=params.get("module_prefix"),
+        match=match,
+        ranks=tuple(ranks),
+        ranges=ranges,
+        sort=params.get("sort") or None,
+        descending=params.get("desc", "") in ("1", "true"),
+        offset=int_param(request, "offset", 0, 0, 10**9),
+        limit=int_param(request, "limit", 100, 1, MAX_PAGE),
+    )
+
+
+def _limits(request: Request) -> DetailLimits:
+    raw = request.query_params.get("slice", "")
+    slice_index = None
+    if raw:
+        try:
+            slice_index = tuple(int(p) for p in raw.split(","))
+        except ValueError:
+            msg = f"Query parameter 'slice': expected comma-separated integers, got {raw[:40]!r}."
+            raise InvalidArgument(msg) from None
+    return DetailLimits(
+        top_n=int_param(request, "top", 20, 0, MAX_TOP),
+        heatmap_cells=int_param(request, "cells", 64, 1, MAX_CELLS),
+        bins=int_param(request, "bins", 40, 1, 200),
+        slice_index=slice_index,
+    )
+
+
+class ComparisonView(View):
+    """Comparison results: table, module overlay, drill-down and replay."""
+
+    name = "comparison"
+    title = "Comparison"
+
+    def is_active(self) -> bool:
+        store = self.provider.comparisons()
+        return store is not None and bool(store.list())
+
+    def routes(self) -> Sequence[BaseRoute]:
+        from starlette.routing import Route
+
+        return [
+            Route("/list", self._list),
+            Route("/summary", self._summary),
+            Route("/rows", self._rows),
+            Route("/tree", self._tree),
+            Route("/detail", self._detail),
+            Route("/replay", self._replay),
+        ]
+
+    async def _list(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse(list_impl(self.provider))
+
+    async def _summary(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+
+        name = require_param(request, "name")
+        return JSONResponse(await run_in_threadpool(summary_impl, self.provider, name))
+
+    async def _rows(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        name = require_param(request, "name")
+        return JSONResponse(rows_impl(self.provider, name, parse_query(request)))
+
+    async def _tree(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        name = require_param(request, "name")
+        direction = request.query_params.get("direction") or None
+        if direction is not None and direction not in DIRECTIONS:
+            msg = (
+                "Query parameter 'direction': expected forward or backward, "
+                f"got {direction[:40]!r}."
+            )
+            raise InvalidArgument(msg)
+        metric = request.query_params.get("metric") or None
+        return JSONResponse(tree_impl(self.provider, name, metric, direction))
+
+    async def _detail(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+
+        name = require_param(request, "name")
+        require_param(request, "row")
+        position = int_param(request, "row", 0, 0, 10**9)
+        body = await run_in_threadpool(detail_impl, self.provider, name, position, _limits(request))
+        return JSONResponse(body)
+
+    async def _replay(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+
+        name = require_param(request, "name")
+        require_param(request, "row")
+        position = int_param(request, "row", 0, 0, 10**9)
+        return JSONResponse(await run_in_threadpool(replay_impl, self.provider, name, position))

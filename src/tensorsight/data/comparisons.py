@@ -1,0 +1,322 @@
+"""Comparison results under a logdir, for the board: :class:`ComparisonStore`.
+
+A *comparison* is a ``comparison.json`` file written by
+:meth:`tensorsight.compare.Comparison.to_json` anywhere below the logdir (``tensorsight
+demo`` writes ``<logdir>/compare/<name>/comparison.json``). Its *name* is the folder holding
+it, relative to the logdir, in POSIX form (``"compare/fp32-vs-bug"``; ``"."`` for the logdir
+itself). Files are parsed on first use and re-parsed when their size or mtime change; a file
+that cannot be read is listed with :attr:`ComparisonInfo.error` instead of failing the board.
+
+The dumps behind a comparison (its ``bench`` and ``target`` paths) are opened only for the
+drill-down of one row (:meth:`ComparisonStore.detail`), one tensor pair at a time, with the
+response bounded by :class:`DetailLimits`. Relative dump paths are tried against the
+comparison's folder, then the logdir, then the working directory.
+
+Every type here that travels over the wire carries ``SCHEMA_VERSION``; its docstring is the
+spec. Views never import :mod:`tensorsight.compare`: they read through this module.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tensorsight.data._comparison_table import (
+    ModuleNode,
+    RowPage,
+    RowQuery,
+    Table,
+)
+from tensorsight.errors import InputFileError, TensorsightError
+
+if TYPE_CHECKING:
+    from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
+
+__all__ = [
+    "COMPARISON_FILE",
+    "SCHEMA_VERSION",
+    "AdviceInfo",
+    "ComparisonInfo",
+    "ComparisonStore",
+    "ModuleNode",
+    "RowPage",
+    "RowQuery",
+]
+
+SCHEMA_VERSION = 1
+COMPARISON_FILE = "comparison.json"
+MAX_FILE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class AdviceInfo:
+    """One mechanism the advisor named.
+
+    Attributes:
+        mechanism: Short id (``scale-error``, ``first-nan``, ...).
+        evidence: One or two sentences with the numbers that point to it.
+        row: Position of the row it is about, or ``None``.
+    """
+
+    mechanism: str
+    evidence: str
+    row: int | None
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class ComparisonInfo:
+    """One comparison as the board lists it.
+
+    Attributes:
+        name: Folder of the ``comparison.json``, relative to the logdir (``"."``: the logdir).
+        bench: Reference dump path as recorded.
+        target: Dump-under-test path as recorded.
+        profile: Verdict profile (``budget`` or ``classic``).
+        metrics: Metric keys computed for tensor rows, in column order.
+        higher_is_better: Metric keys whose larger values mean closer agreement.
+        ranks: Ranks compared.
+        step: Step compared (``None``: the first of each dump).
+        row_count: Number of rows.
+        counts: Rows per verdict (``pass``, ``warning``, ``error``) plus ``unmatched``.
+        first_divergence: Position of the first divergence row, or ``None`` when the runs agree.
+        advice: What the advisor found, most specific first.
+        mtime: Modification time of the file (seconds since the epoch).
+        error: Why the file could not be read (then the other fields are empty), else ``None``.
+    """
+
+    name: str
+    bench: str
+    target: str
+    profile: str
+    metrics: tuple[str, ...]
+    higher_is_better: tuple[str, ...]
+    ranks: tuple[int, ...]
+    step: int | None
+    row_count: int
+    counts: Mapping[str, int]
+    first_divergence: int | None
+    advice: tuple[AdviceInfo, ...]
+    mtime: float
+    error: str | None = None
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+
+@dataclass
+class _Entry:
+    path: Path
+    stamp: tuple[int, int]
+    info: ComparisonInfo
+    comparison: Any = None  # tensorsight.compare.Comparison
+    table: Table | None = None
+
+
+def _broken(name: str, mtime: float, error: str) -> ComparisonInfo:
+    return ComparisonInfo(name, "", "", "", (), (), (), None, 0, {}, None, (), mtime, error)
+
+
+class ComparisonStore:
+    """The comparisons below ``logdir``; :meth:`reload` picks up new and changed files.
+
+    Args:
+        logdir: Folder scanned recursively (hidden folders and symlinks are skipped).
+
+    Example:
+        >>> import tempfile
+        >>> ComparisonStore(tempfile.mkdtemp()).list()
+        []
+    """
+
+    def __init__(self, logdir: str | Path) -> None:
+        self.path = Path(logdir)
+        self._lock = threading.RLock()
+        self._entries: dict[str, _Entry] = {}
+        self.reload()
+
+    # ------------------------------------------------------------------ scanning
+    def _scan(self) -> dict[str, Path]:
+        found: dict[str, Path] = {}
+        if not self.path.is_dir():
+            return found
+        for folder, dirs, files in os.walk(self.path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            if COMPARISON_FILE in files:
+                rel = Path(folder).relative_to(self.path).as_posix()
+                found[rel or "."] = Path(folder) / COMPARISON_FILE
+        return found
+
+    def reload(self) -> bool:
+        """Rescan the logdir; True when a comparison appeared, changed or went away."""
+        changed = False
+        found = self._scan()
+        with self._lock:
+            for name in list(self._entries):
+                if name not in found:
+                    del self._entries[name]
+                    changed = True
+            for name, path in found.items():
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                stamp = (st.st_size, st.st_mtime_ns)
+                old = self._entries.get(name)
+                if old is not None and old.stamp == stamp:
+                    continue
+                self._entries[name] = self._load(name, path, stamp, st.st_mtime)
+                changed = True
+        return changed
+
+    def _load(self, name: str, path: Path, stamp: tuple[int, int], mtime: float) -> _Entry:
+        from tensorsight.compare.metrics import get_metric
+        from tensorsight.compare.result import Comparison
+
+        if stamp[0] > MAX_FILE_BYTES:
+            error = (
+                f"Comparison {name!r}: file is {stamp[0]} bytes. Expected at most "
+                f"{MAX_FILE_BYTES}. Split the comparison by rank."
+            )
+            return _Entry(path, stamp, _broken(name, mtime, error))
+        try:
+            comp = Comparison.from_json(path)
+        except (TensorsightError, OSError, RecursionError) as exc:
+            # the board shows this text: name the file by its name, never by its full path
+            error = str(exc).replace(str(path), f"{name}/{COMPARISON_FILE}")
+            return _Entry(path, stamp, _broken(name, mtime, error))
+        higher = []
+        for key in comp.metrics:
+            try:
+                if get_metric(key).higher_is_better:
+                    higher.append(key)
+            except TensorsightError:  # a custom metric not registered in this process
+                continue
+        counts = comp.counts
+        info = ComparisonInfo(
+            name=name,
+            bench=comp.bench,
+            target=comp.target,
+            profile=comp.profile,
+            metrics=tuple(comp.metrics),
+            higher_is_better=tuple(higher),
+            ranks=tuple(comp.ranks),
+            step=comp.step,
+            row_count=len(comp.rows),
+            counts=counts,
+            first_divergence=comp.first_divergence_row,
+            advice=tuple(AdviceInfo(a.mechanism, a.evidence, a.row) for a in comp.advice),
+            mtime=mtime,
+        )
+        return _Entry(path, stamp, info, comp)
+
+    # ------------------------------------------------------------------ queries
+    def list(self) -> list[ComparisonInfo]:
+        """Every comparison found, sorted by name (unreadable ones carry ``error``)."""
+        with self._lock:
+            return [self._entries[n].info for n in sorted(self._entries)]
+
+    def _entry(self, name: str) -> _Entry:
+        with self._lock:
+            entry = self._entries.get(name)
+        if entry is None:
+            raise KeyError(name)
+        if entry.comparison is None:
+            msg = f"Comparison {name!r}: unreadable ({entry.info.error})"
+            raise InputFileError(msg)
+        return entry
+
+    def info(self, name: str) -> ComparisonInfo:
+        """One comparison's :class:`ComparisonInfo`; :class:`KeyError` when unknown."""
+        with self._lock:
+            entry = self._entries.get(name)
+        if entry is None:
+            raise KeyError(name)
+        return entry.info
+
+    def _table(self, name: str) -> Table:
+        entry = self._entry(name)
+        with self._lock:
+            if entry.table is None:
+                entry.table = Table(entry.comparison.rows, entry.comparison.metrics)
+            return entry.table
+
+    def row(self, name: str, position: int) -> Mapping[str, Any]:
+        """Row ``position`` as column -> value; :class:`KeyError` when out of range."""
+        return self._table(name).row(position)
+
+    def rows(self, name: str, query: RowQuery | None = None) -> RowPage:
+        """Filter, sort and page the rows of comparison ``name`` (see :class:`RowQuery`)."""
+        return self._table(name).query(query or RowQuery())
+
+    def metric_ranges(self, name: str) -> dict[str, tuple[float, float] | None]:
+        """Finite (min, max) of each metric over every row (``None``: none finite)."""
+        return self._table(name).ranges()
+
+    def ops(self, name: str) -> builtins.list[str]:
+        """Distinct op names, sorted (for the filter's suggestions)."""
+        return self._table(name).distinct("op")
+
+    def module_tree(
+        self, name: str, *, metric: str | None = None, direction: str | None = None
+    ) -> ModuleNode:
+        """Rows grouped by module hierarchy; each scope carries its worst child's values."""
+        info = self.info(name)
+        higher = metric in info.higher_is_better
+        return self._table(name).module_tree(metric, direction, higher_is_better=higher)
+
+    def dump_path(self, name: str, side: str) -> Path | None:
+        """The bench or target dump folder of ``name``, resolved, or ``None`` when missing."""
+        entry = self._entry(name)
+        recorded = entry.comparison.bench if side == "bench" else entry.comparison.target
+        raw = Path(recorded)
+        if raw.is_absolute():
+            candidates = [raw]
+        else:
+            candidates = [entry.path.parent / raw, self.path / raw, Path.cwd() / raw]
+        return next((c for c in candidates if c.is_dir()), None)
+
+    def detail(self, name: str, position: int, limits: DetailLimits | None = None) -> OpDetail:
+        """Drill-down of one row: both tensors' statistics, error histogram, heatmap, worst
+        elements, the op's inputs against its output (error gain) and the advisor's evidence.
+
+        Raises:
+            KeyError: Unknown comparison or row.
+        """
+        from tensorsight.data._comparison_detail import build_detail
+
+        entry = self._entry(name)
+        table = self._table(name)
+        row = table.row(position)
+        return build_detail(
+            row,
+            position,
+            table,
+            entry.info,
+            self.dump_path(name, "bench"),
+            self.dump_path(name, "target"),
+            limits,
+        )
+
+    def replay(self, name: str, position: int) -> ReplayInfo:
+        """Re-run row ``position``'s op on the bench inputs in the target dtype and float64.
+
+        Raises:
+            KeyError: Unknown comparison or row.
+            CompareError: The op cannot be replayed from the dumps (the message says why).
+            MissingDependencyError: torch is not installed.
+        """
+        from tensorsight.data._comparison_detail import run_replay
+
+        entry = self._entry(name)
+        return run_replay(
+            entry.comparison.rows[self._table(name).check(position)],
+            self.dump_path(name, "bench"),
+            self.dump_path(name, "target"),
+            entry.comparison.step,
+        )

@@ -1,0 +1,126 @@
+"""The comparison view's HTTP API on a real planted-bug comparison under a logdir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tensorsight.board.views.comparison import jsonable, list_impl, rows_impl
+from tensorsight.data import InMemoryProvider, LogdirProvider, RowQuery
+from tests.data.test_comparisons import make_comparison_logdir
+
+NAME = "compare/bug"
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("board-cmp")
+    make_comparison_logdir(root)
+    (root / "compare" / "broken").mkdir()
+    (root / "compare" / "broken" / "comparison.json").write_text("{not json", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def client(logdir: Path):
+    from starlette.testclient import TestClient
+
+    from tensorsight.board.app import create_app
+
+    with TestClient(create_app(LogdirProvider(logdir))) as c:
+        yield c
+
+
+def get(client, route: str, **params):
+    return client.get(f"/api/views/comparison/{route}", params=params)
+
+
+def test_tab_is_enabled_and_lists_comparisons(client, logdir: Path) -> None:
+    views = {v["name"]: v for v in client.get("/api/views").json()["views"]}
+    assert views["comparison"]["has_data"] is True
+    body = get(client, "list").json()
+    by_name = {c["name"]: c for c in body["comparisons"]}
+    assert by_name[NAME]["error"] is None
+    assert by_name[NAME]["first_divergence"] is not None
+    broken = by_name["compare/broken"]["error"]
+    assert "not valid JSON" in broken
+    assert str(logdir) not in broken  # no file-system paths in public messages
+
+
+def test_summary_pins_the_first_divergence_and_the_advice(client) -> None:
+    body = get(client, "summary", name=NAME).json()
+    first = body["first_divergence_row"]
+    assert first["position"] == body["comparison"]["first_divergence"]
+    assert first["verdict"] == "error"
+    assert body["metric_ranges"]["cosine"][1] <= 1.0 + 1e-12
+    assert "aten.addmm.default" in body["ops"]
+    assert get(client, "summary", name="nope").status_code == 404
+    assert get(client, "summary", name="compare/broken").status_code == 404
+    assert get(client, "summary").status_code == 400
+
+
+def test_rows_filter_sort_page_and_reject_bad_input(client) -> None:
+    body = get(
+        client, "rows", name=NAME, verdict="error", sort="max_abs_err", desc="1", limit=3
+    ).json()
+    assert body["matched"] >= 1
+    assert all(r["verdict"] == "error" for r in body["rows"])
+    body = get(client, "rows", name=NAME, **{"min.cosine": "0.99999", "limit": "1000"}).json()
+    assert all(r["cosine"] >= 0.99999 for r in body["rows"])
+    page2 = get(client, "rows", name=NAME, offset=5, limit=5).json()
+    assert [r["position"] for r in page2["rows"]] == [5, 6, 7, 8, 9]
+    for bad in (
+        {"verdict": "bad"},
+        {"direction": "sideways"},
+        {"limit": "0"},
+        {"limit": "100000"},
+        {"offset": "-1"},
+        {"min.cosine": "nan"},
+        {"sort": "nope"},
+        {"match": "x"},
+        {"rank": "-1"},
+    ):
+        r = get(client, "rows", name=NAME, **bad)
+        assert r.status_code == 400, bad
+        assert r.json()["error"]["code"] == "invalid_argument"
+
+
+def test_tree_and_detail_and_replay(client) -> None:
+    tree = get(client, "tree", name=NAME, metric="max_abs_err").json()["tree"]
+    assert tree["verdict"] == "error"
+    assert tree["value"] > 0
+    assert get(client, "tree", name=NAME, metric="nope").status_code == 400
+    first = get(client, "summary", name=NAME).json()["first_divergence_row"]["position"]
+    d = get(client, "detail", name=NAME, row=first, top=3, cells=8).json()
+    assert d["note"] is None
+    assert len(d["worst"]) == 3
+    assert len(d["heatmap"]["values"]) <= 8
+    assert d["bench"]["shape"] == d["target"]["shape"]
+    assert get(client, "detail", name=NAME, row=10**8).status_code == 404
+    assert get(client, "detail", name=NAME).status_code == 400
+    assert get(client, "detail", name=NAME, row=first, slice="a").status_code == 400
+    assert get(client, "detail", name=NAME, row=first, slice="0,0,0,0").status_code == 400
+    r = get(client, "replay", name=NAME, row=first)  # an input row: cannot be replayed
+    assert r.status_code == 422
+    assert "output" in r.json()["error"]["message"]
+    rows = get(client, "rows", name=NAME, op="addmm", module="3.0", direction="forward").json()
+    out = next(r for r in rows["rows"] if r["tensor"] == "output.0")
+    rep = get(client, "replay", name=NAME, row=out["position"]).json()
+    assert rep["op"] == "aten.addmm.default"
+    assert rep["op_explains_error"] is False
+
+
+def test_providers_without_comparisons() -> None:
+    provider = InMemoryProvider()
+    assert list_impl(provider) == {"comparisons": []}
+    from tensorsight.board.errors import NotFound
+
+    with pytest.raises(NotFound):
+        rows_impl(provider, NAME, RowQuery())
+
+
+def test_jsonable_encodes_non_finite_numbers() -> None:
+    assert jsonable({"a": (float("nan"), float("inf"), -float("inf"), 1.5)}) == {
+        "a": ["NaN", "Infinity", "-Infinity", 1.5]
+    }

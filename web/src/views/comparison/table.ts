@@ -1,0 +1,88 @@
+// The results table: one page of rows, sortable headers, a colour scale per metric column.
+import type { JsonNumber } from "../../api/types";
+import { h } from "../../core/state";
+import { badness, badnessColor, fmtMetric, VERDICT_COLORS } from "./scale";
+import type { Row } from "./types";
+
+export interface TableOptions {
+  metrics: string[]; // metric columns shown, in order
+  higher: Set<string>;
+  ranges: Record<string, [number, number] | null>;
+  sort: string | null;
+  desc: boolean;
+  firstDivergence: number | null;
+  selected: number | null;
+  onSort: (column: string) => void;
+  onSelect: (row: Row) => void;
+}
+
+const IDENTITY: [string, string][] = [
+  ["position", "#"],
+  ["op", "op"],
+  ["module_path", "module"],
+  ["direction", "dir"],
+  ["tensor", "tensor"],
+];
+
+function shape(r: Row): string {
+  const b = r.shape_bench ? `[${r.shape_bench.join(",")}]` : "–";
+  const t = r.shape_target ? `[${r.shape_target.join(",")}]` : "–";
+  return b === t ? b : `${b} → ${t}`;
+}
+
+function dtype(r: Row): string {
+  const b = r.dtype_bench ?? "–";
+  const t = r.dtype_target ?? "–";
+  return b === t ? b : `${b} → ${t}`;
+}
+
+function verdictCell(r: Row): HTMLElement {
+  const td = h("td", { class: "verdict" }, r.verdict);
+  td.style.color = VERDICT_COLORS[r.verdict] ?? "";
+  return td;
+}
+
+export function renderTable(el: HTMLElement, rows: Row[], o: TableOptions): void {
+  const head = h("tr", {});
+  const th = (key: string, label: string, title = ""): HTMLElement => {
+    const arrow = o.sort === key || (key === "position" && o.sort === null) ? (o.desc ? " ▼" : " ▲") : "";
+    const cell = h("th", { "data-col": key, title: title || `sort by ${label}` }, label + arrow);
+    cell.addEventListener("click", () => o.onSort(key));
+    return cell;
+  };
+  for (const [key, label] of IDENTITY) head.append(th(key, label));
+  head.append(th("verdict", "verdict"), h("th", { class: "nosort" }, "shape"), h("th", { class: "nosort" }, "dtype"));
+  for (const m of o.metrics) {
+    const r = o.ranges[m];
+    head.append(th(m, m, r ? `${m}: ${fmtMetric(m, r[0])} .. ${fmtMetric(m, r[1])} (click to sort)` : m));
+  }
+  head.append(h("th", { class: "nosort" }, "reason"));
+  const body = h("tbody", {});
+  for (const r of rows) {
+    const tr = h("tr", { "data-position": String(r.position), "data-verdict": r.verdict });
+    if (r.position === o.firstDivergence) tr.classList.add("first");
+    if (r.position === o.selected) tr.classList.add("selected");
+    if (r.match === "unmatched") tr.classList.add("unmatched");
+    tr.append(
+      h("td", { class: "num" }, String(r.position)),
+      h("td", { class: "op", title: r.op }, r.op),
+      h("td", { class: "module", title: r.module_path }, r.module_path),
+      h("td", {}, r.direction === "backward" ? "bwd" : "fwd"),
+      h("td", {}, r.tensor),
+      verdictCell(r),
+      h("td", { class: "mono" }, shape(r)),
+      h("td", { class: "mono" }, dtype(r)),
+    );
+    for (const m of o.metrics) {
+      const v = r[m] as JsonNumber | null;
+      const td = h("td", { class: "num metric", "data-metric": m }, fmtMetric(m, v));
+      td.style.background = badnessColor(badness(v, m, o.ranges[m], o.higher.has(m)));
+      tr.append(td);
+    }
+    tr.append(h("td", { class: "reason", title: r.reason }, r.reason));
+    tr.addEventListener("click", () => o.onSelect(r));
+    body.append(tr);
+  }
+  const table = h("table", { class: "cmp-table", id: "cmp-table" }, h("thead", {}, head), body);
+  el.replaceChildren(table);
+}
