@@ -85,7 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return func(args)
+        code = func(args)
+        board_dir = getattr(args, "open_board", None)
+        if board_dir is not None:  # a subcommand asked to show its result (compare --open)
+            serve_board(
+                board_dir, port=getattr(args, "port", None), quiet=getattr(args, "quiet", False)
+            )
+        return code
     except TensorsightError as exc:
         if args.debug:
             raise
@@ -143,10 +149,16 @@ def _run_demo(args: argparse.Namespace) -> int:
     if args.no_serve:
         say(f"board:   tensorsight board --logdir {result.logdir}")
         return EXIT_OK
+    serve_board(result.logdir, port=args.port, quiet=args.quiet)
+    return EXIT_OK
+
+
+def serve_board(logdir: Any, *, port: int | None = None, quiet: bool = False) -> None:
+    """Serve the board on ``logdir`` at 127.0.0.1 until Ctrl-C (for demo and --open)."""
     from tensorsight.board.server import serve
     from tensorsight.data import LogdirProvider
 
-    provider = LogdirProvider(result.logdir)
-    say(f"serving the board on http://127.0.0.1:{args.port or 6006}/ (Ctrl-C stops)")
-    serve(provider, port=args.port)
-    return EXIT_OK
+    provider = LogdirProvider(logdir)
+    if not quiet:
+        print(f"serving the board on http://127.0.0.1:{port or 6006}/ (Ctrl-C stops)", flush=True)
+    serve(provider, port=port)

@@ -23,6 +23,7 @@ examples:
   tensorsight compare a/ b/ --profile classic --metrics cosine,max_abs_err,kl_div
   tensorsight compare a/ b/ --mapping map.yaml --rank 0 --step 3 --jobs 4
   tensorsight compare a/ b/ --replay                           confirm the first divergent op
+  tensorsight compare a/ b/ -o report/ --open                  then show it in the board
 
 exit codes: 0 the runs agree, 1 a divergence was found, 2 usage or input error.
 """
@@ -60,6 +61,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="re-run the first divergent op on the bench inputs in the target dtype and float64",
     )
+    p.add_argument(
+        "--open",
+        action="store_true",
+        help="after writing the reports (needs -o), serve the board on OUT (Ctrl-C stops)",
+    )
+    p.add_argument("--port", type=int, default=None, help="board port with --open (6006)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker threads")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary or progress bar")
     p.set_defaults(func=run)
@@ -84,8 +91,14 @@ def run(args: argparse.Namespace) -> int:
     """Run the comparison, write the reports, print the summary; return the exit code."""
     from tensorsight._progress import ProgressBar
     from tensorsight.compare.engine import compare
+    from tensorsight.errors import UsageError
 
     formats = _formats(args.format)
+    if args.open:
+        if not args.output:
+            msg = "Option --open: needs -o OUT, the folder the board will show. Add -o report/."
+            raise UsageError(msg)
+        formats = formats if "json" in formats else (*formats, "json")  # the board reads JSON
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     bar = ProgressBar(None, label="compare", enabled=False if args.quiet else None)
 
@@ -112,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
             print(_replay_line(result.first_divergence, args))
         for path in written:
             print(f"wrote {path}")
+    if args.open:
+        # the compare layer may not import the board; the top-level CLI serves it (cli.main)
+        args.open_board = Path(args.output)
     return 0 if result.first_divergence is None else 1
 
 
