@@ -92,7 +92,8 @@ def compare(
     Raises:
         InputFileError: A dump folder is missing.
         DumpFormatError: A folder is not a dump.
-        CompareError: The dumps share no rank.
+        CompareError: The dumps share no rank, or a tensorsight dump and an msprobe dump
+            are at levels whose calls cannot be paired (an op-level dump against msprobe).
         UsageError: Unknown metric or profile, bad mapping selector.
 
     Example:
@@ -112,11 +113,12 @@ def compare(
         msg = f"Option jobs {jobs!r}: must be at least 1. Expected a positive integer."
         raise UsageError(msg)
     counter = _Counter(progress)
+    formats = (bd.format, td.format)  # tensorsight vs msprobe pairs by call names
 
     def one_rank(r: int) -> list[OpComparison]:
         bs, ts = bd.step(r, step), td.step(r, step)
         try:
-            return _compare_rank(bs, ts, keys, prof, maps, pool, counter)
+            return _compare_rank(bs, ts, keys, prof, maps, pool, counter, formats)
         finally:
             bs.close()
             ts.close()
@@ -237,8 +239,9 @@ def _compare_rank(
     maps: Sequence[dict[str, list[str]]] | None,
     pool: ThreadPoolExecutor,
     counter: _Counter,
+    formats: tuple[str, str] | None = None,
 ) -> list[OpComparison]:
-    pairs = match_ops(bs.ops, ts.ops, maps)
+    pairs = match_ops(bs.ops, ts.ops, maps, formats=formats)
     jobs = [j for p in pairs for j in _jobs_of(p)]
     cache: dict[tuple[str, str], dict[str, Any]] = {}
     measure = _Measure(bs, ts, keys, cache)

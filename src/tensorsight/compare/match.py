@@ -17,18 +17,25 @@ op on one side and its decomposition on the other::
       target: ["#15", "#16", "#17"]     # a group: compare first inputs and last outputs
     - bench: "aten.native_layer_norm.default@Model.blocks.0.ln"  # op@module_path
       target: "aten.layer_norm.default@Model.blocks.0.ln"        # (first occurrence)
+
+A tensorsight dump against an msprobe dump (``formats`` differ) aligns on cross-format keys
+instead (:mod:`~tensorsight.compare.names`: call family and name, direction, shapes; no
+module path; parameter gradients grouped per module), and the target op's tensors are
+renamed after the bench op's so the engine pairs them by name. Same-format matching is
+unchanged.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tensorsight.capture.schema import OpRecord
+from tensorsight.compare import names
 from tensorsight.errors import InputFileError, UsageError
 
 __all__ = ["OpPair", "load_mapping", "match_ops"]
@@ -60,6 +67,42 @@ class OpPair:
 
 def _key(op: OpRecord) -> tuple[str, str, tuple[tuple[int, ...], ...]]:
     return (op.op, op.module_path, tuple(t.shape for t in op.tensors))
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """How ops are keyed, named and explained for one pairing (same- or cross-format)."""
+
+    key: Callable[[OpRecord, str], Hashable]
+    name: Callable[[OpRecord, str], str]
+    formats: tuple[str, str] | None = None
+
+    def only(self, op: OpRecord, side: str) -> OpPair:
+        if self.formats is None:
+            return _only(op, side)
+        reason = names.unmatched_reason(op, side, self.formats)
+        if side == "bench":
+            return OpPair((op,), (), "unmatched", reason)
+        return OpPair((), (op,), "unmatched", reason)
+
+    def pair(self, b: OpRecord, t: OpRecord, how: str) -> OpPair:
+        if self.formats is None:
+            return OpPair((b,), (t,), how)
+        return OpPair((b,), (names.rename_tensors(b, t),), how)
+
+
+_SAME = _Rules(key=lambda op, _: _key(op), name=lambda op, _: op.op)
+
+
+def _cross_name(op: OpRecord, fmt: str) -> str:
+    c = names.call_name(op, fmt)
+    return c.key if c is not None else f"?{fmt}:{op.op}"
+
+
+def _rules(formats: tuple[str, str] | None) -> _Rules:
+    if formats is None or formats[0] == formats[1]:
+        return _SAME
+    return _Rules(key=names.cross_key, name=_cross_name, formats=formats)
 
 
 def _select(selector: str, ops: Sequence[OpRecord], side: str) -> OpRecord:
@@ -143,6 +186,8 @@ def match_ops(
     bench: Sequence[OpRecord],
     target: Sequence[OpRecord],
     mapping: Sequence[dict[str, list[str]]] | None = None,
+    *,
+    formats: tuple[str, str] | None = None,
 ) -> list[OpPair]:
     """Pair ``bench`` and ``target`` ops (each in execution order).
 
@@ -150,10 +195,20 @@ def match_ops(
         bench: Ops of the reference step.
         target: Ops of the step under test.
         mapping: Parsed user mapping (:func:`load_mapping`), applied first.
+        formats: ``(bench format, target format)`` (``Dump.format``); when they differ
+            (tensorsight vs msprobe), ops pair by cross-format call names.
 
     Returns:
         Every op of both sides exactly once, ordered forward then backward by position.
+
+    Raises:
+        CompareError: A tensorsight dump and an msprobe dump at levels that cannot pair.
     """
+    rules = _rules(formats)
+    if rules.formats is not None:
+        names.check_pairable(bench, target, rules.formats)
+        bench = names.normalise(bench, rules.formats[0])
+        target = names.normalise(target, rules.formats[1])
     pairs: list[OpPair] = []
     used_b: set[int] = set()
     used_t: set[int] = set()
@@ -166,60 +221,68 @@ def match_ops(
     for direction in ("forward", "backward"):
         bs = [op for op in bench if op.direction == direction and op.index not in used_b]
         ts = [op for op in target if op.direction == direction and op.index not in used_t]
-        pairs.extend(_rematch(_align(bs, ts)))
+        pairs.extend(_rematch(_align(bs, ts, rules), rules))
     pairs.sort(key=lambda p: p.position)
     return pairs
 
 
-def _align(bs: Sequence[OpRecord], ts: Sequence[OpRecord]) -> list[OpPair]:
-    matcher = difflib.SequenceMatcher(None, [_key(o) for o in bs], [_key(o) for o in ts], False)
+def _align(bs: Sequence[OpRecord], ts: Sequence[OpRecord], rules: _Rules) -> list[OpPair]:
+    fb, ft = rules.formats or ("", "")
+    kb = [rules.key(o, fb) for o in bs]
+    kt = [rules.key(o, ft) for o in ts]
+    matcher = difflib.SequenceMatcher(None, kb, kt, False)
     out: list[OpPair] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             pairs = zip(bs[i1:i2], ts[j1:j2], strict=True)
-            out.extend(OpPair((b,), (t,), "name") for b, t in pairs)
+            out.extend(rules.pair(b, t, "name") for b, t in pairs)
         elif tag == "delete":
-            out.extend(_only(b, "bench") for b in bs[i1:i2])
+            out.extend(rules.only(b, "bench") for b in bs[i1:i2])
         elif tag == "insert":
-            out.extend(_only(t, "target") for t in ts[j1:j2])
+            out.extend(rules.only(t, "target") for t in ts[j1:j2])
         else:  # replace: pair equal op names in order, the rest stays unmatched
-            out.extend(_pair_by_name(bs[i1:i2], ts[j1:j2]))
+            out.extend(_pair_by_name(bs[i1:i2], ts[j1:j2], rules))
     return out
 
 
-def _rematch(pairs: list[OpPair]) -> list[OpPair]:
+def _rematch(pairs: list[OpPair], rules: _Rules) -> list[OpPair]:
     """Second chance: pair leftover ops with an identical key, in order (reordered ops)."""
-    waiting: dict[tuple[str, str, tuple[tuple[int, ...], ...]], list[int]] = {}
+    fb, ft = rules.formats or ("", "")
+    waiting: dict[Hashable, list[int]] = {}
     for i, p in enumerate(pairs):
         if p.how == "unmatched" and p.target:
-            waiting.setdefault(_key(p.target[0]), []).append(i)
+            waiting.setdefault(rules.key(p.target[0], ft), []).append(i)
     drop: set[int] = set()
     out = list(pairs)
     for i, p in enumerate(pairs):
         if p.how != "unmatched" or not p.bench:
             continue
-        slots = waiting.get(_key(p.bench[0]))
+        slots = waiting.get(rules.key(p.bench[0], fb))
         if slots:
             j = slots.pop(0)
-            out[i] = OpPair(p.bench, pairs[j].target, "order")
+            out[i] = rules.pair(p.bench[0], pairs[j].target[0], "order")
             drop.add(j)
     return [p for i, p in enumerate(out) if i not in drop]
 
 
-def _pair_by_name(bs: Sequence[OpRecord], ts: Sequence[OpRecord]) -> list[OpPair]:
+def _pair_by_name(bs: Sequence[OpRecord], ts: Sequence[OpRecord], rules: _Rules) -> list[OpPair]:
+    fb, ft = rules.formats or ("", "")
+    kt = [rules.key(t, ft) for t in ts]
+    nt = [rules.name(t, ft) for t in ts]
     out: list[OpPair] = []
     j = 0
     for b in bs:
-        k = next((x for x in range(j, len(ts)) if _key(ts[x]) == _key(b)), None)
+        kb, nb = rules.key(b, fb), rules.name(b, fb)
+        k = next((x for x in range(j, len(ts)) if kt[x] == kb), None)
         if k is None:
-            k = next((x for x in range(j, len(ts)) if ts[x].op == b.op), None)
+            k = next((x for x in range(j, len(ts)) if nt[x] == nb), None)
         if k is None:
-            out.append(_only(b, "bench"))
+            out.append(rules.only(b, "bench"))
             continue
-        out.extend(_only(t, "target") for t in ts[j:k])
-        out.append(OpPair((b,), (ts[k],), "order"))
+        out.extend(rules.only(t, "target") for t in ts[j:k])
+        out.append(rules.pair(b, ts[k], "order"))
         j = k + 1
-    out.extend(_only(t, "target") for t in ts[j:])
+    out.extend(rules.only(t, "target") for t in ts[j:])
     return out
 
 
