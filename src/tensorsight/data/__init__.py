@@ -19,6 +19,7 @@ from tensorsight.data.comparisons import (
     RowQuery,
 )
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
+from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.memory import InMemoryProvider
 from tensorsight.data.provider import (
     KINDS,
@@ -49,6 +50,7 @@ __all__ = [
     "HistogramRecord",
     "ImageRecord",
     "InMemoryProvider",
+    "LandscapeData",
     "Limits",
     "LogdirProvider",
     "ModelGraph",

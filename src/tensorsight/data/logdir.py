@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
+from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.provider import (
     DataProvider,
     HistogramRecord,
@@ -256,6 +257,21 @@ class LogdirProvider(DataProvider):
                 raise KeyError(tag) from None
         return [
             DataGraph(int(r.step), float(r.wall_time), tuple(r.nodes), tuple(r.edges))
+            for r in records
+        ]
+
+    def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            try:
+                records = list(self._logdir.landscapes(run, tag))
+            except UsageError:
+                raise KeyError(tag) from None
+        return [
+            LandscapeData.from_arrays(
+                r.step, r.wall_time, r.x, r.y, r.values, r.path, dict(r.metadata)
+            )
             for r in records
         ]
 

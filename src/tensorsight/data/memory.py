@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorsight.data.graphs import DataGraph, ModelGraph
+from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.provider import (
     DataProvider,
     HistogramRecord,
@@ -148,6 +149,12 @@ class InMemoryProvider(DataProvider):
             self._models.setdefault(("data_graphs", run, tag), []).append(graph)
             self._touch(run, "data_graphs", tag, [graph.wall_time])
 
+    def add_landscape(self, run: str, tag: str, landscape: LandscapeData) -> None:
+        """Append one loss landscape (see :meth:`LandscapeData.from_arrays`)."""
+        with self._lock:
+            self._models.setdefault(("landscapes", run, tag), []).append(landscape)
+            self._touch(run, "landscapes", tag, [landscape.wall_time])
+
     def read_graph(self, run: str, tag: str) -> ModelGraph:
         graph: ModelGraph = self._models[("graphs", run, tag)]
         return graph
@@ -157,3 +164,6 @@ class InMemoryProvider(DataProvider):
 
     def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
         return list(self._models[("data_graphs", run, tag)])
+
+    def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
+        return list(self._models[("landscapes", run, tag)])

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     from tensorsight.data.comparisons import ComparisonStore
     from tensorsight.data.graphs import DataGraph, ModelGraph
+    from tensorsight.data.landscapes import LandscapeData
     from tensorsight.data.tensors import TensorValue
 
 __all__ = [
@@ -273,6 +274,10 @@ class DataProvider(abc.ABC):
 
     def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
         """Data-pipeline graphs of a tag in step order."""
+        raise KeyError(tag)
+
+    def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
+        """Loss landscapes of a tag in step order."""
         raise KeyError(tag)
 
     def comparisons(self) -> ComparisonStore | None:

@@ -10,5 +10,6 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   precision: () => import("./precision/index"),
   tensors: () => import("./tensors/index"),
   data_graphs: () => import("./data_graphs/index"),
+  landscapes: () => import("./landscapes/index"),
   comparison: () => import("./comparison/index"),
 };

@@ -21,6 +21,7 @@ BUILTIN_VIEWS: dict[str, str] = {
     "precision": "tensorsight.board.views.precision:PrecisionView",
     "tensors": "tensorsight.board.views.tensors:TensorsView",
     "data_graphs": "tensorsight.board.views.data_graphs:DataGraphsView",
+    "landscapes": "tensorsight.board.views.landscapes:LandscapesView",
     "comparison": "tensorsight.board.views.comparison:ComparisonView",
 }
 
