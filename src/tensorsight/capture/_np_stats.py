@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 
+from tensorsight.capture import _stats_native
 from tensorsight.capture.schema import TensorStats
 
 __all__ = ["array_bytes", "array_stats", "fingerprint", "stats_from_values"]
@@ -26,15 +27,26 @@ def stats_from_values(values: list[float]) -> TensorStats:
     )
 
 
-def array_stats(a: np.ndarray) -> list[float] | None:
-    """The stats list of :func:`stats_from_values` with float64 accumulation (None if empty)."""
+def array_stats(a: np.ndarray, *, native: bool = True) -> list[float] | None:
+    """The stats list of :func:`stats_from_values` with float64 accumulation (None if empty).
+
+    C-contiguous arrays in native byte order go through the C kernel of
+    :mod:`._stats_native` (one read); ``native=False``, other arrays and machines without a
+    compiler use numpy (same statistics to rounding).
+    """
     n = a.size
     if n == 0 or a.dtype.kind not in "biuf":
         return None
+    if native and a.flags.c_contiguous and a.dtype.isnative:
+        fns = _stats_native.load()
+        fn = None if fns is None else fns.get(a.dtype.name)
+        if fn is not None:
+            return _stats_native.buffer_stats(fn, a.ctypes.data, n)
     x = a.astype(np.float64, copy=False).reshape(-1)
     mn, mx = float(x.min()), float(x.max())
-    s = float(x.sum())
-    sq = float(np.dot(x, x))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, squares past DBL_MAX
+        s = float(x.sum())
+        sq = float(np.dot(x, x))
     counts = [0.0, 0.0, 0.0]
     if not (math.isfinite(mn) and math.isfinite(mx)):
         counts = [

@@ -164,9 +164,7 @@ class Recorder:
                     self.copies.put(ekey, t, same_as)
                 else:
                     same_as = hit
-        return Snapshot(
-            name, tuple(t.shape), ts.dtype_name(t.dtype), str(t.device), stats, fp, copy, same_as
-        )
+        return Snapshot(name, tuple(t.shape), dtype, _device_name(t), stats, fp, copy, same_as)
 
     def _copied(self, name: str, t: torch.Tensor, dtype: str, fresh: bool) -> Snapshot:
         """Mode tensor, CPU tensors: copy now; the writer thread measures and stores the copy.
@@ -187,7 +185,7 @@ class Recorder:
         fp = MEASURE_COPY if self.mode == "md5" else None
         store = self.mode == "tensor"
         return Snapshot(
-            name, tuple(t.shape), dtype, str(t.device), MEASURE_COPY, fp, copy, same_as, store
+            name, tuple(t.shape), dtype, _device_name(t), MEASURE_COPY, fp, copy, same_as, store
         )
 
     def commit(
@@ -239,6 +237,20 @@ _STORABLE = frozenset(
         "bool",
     }
 )
+
+
+_DEVICE_NAMES: dict[torch.device, str] = {}
+
+
+def _device_name(t: torch.Tensor) -> str:
+    """``str(t.device)``, memoized ("cpu" without building a device object)."""
+    if t.is_cpu:
+        return "cpu"
+    device = t.device
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = _DEVICE_NAMES[device] = str(device)
+    return name
 
 
 def _cpu_copy(t: torch.Tensor) -> torch.Tensor:

@@ -1,21 +1,26 @@
 """Statistics, fingerprints and identity keys of torch tensors (imported only with torch).
 
-Statistics run on the tensor's own device: the tensor is copied once into float64 (exact
-for every float and for integers up to 2**53), then min/max, the sum and the sum of
-squares come from that copy, so nothing is ever accumulated in bf16 or fp16. The result is
-a small float64 tensor on the device; turning it into Python numbers (a device sync)
-happens later, on the background writer thread.
+Statistics run on the tensor's own device. On the CPU, tensors whose elements fill one
+block of memory (contiguous, or a permutation of contiguous such as ``w.t()``) are read
+once by the C kernel of :mod:`._stats_native` (every element converted to float64 before
+it is accumulated). Other tensors, and every tensor when the kernel cannot be built, are
+copied once into float64 (exact for every float and for integers up to 2**53), then
+min/max, the sum and the sum of squares come from that copy, so nothing is ever
+accumulated in bf16 or fp16. On accelerators the result is a small float64 tensor on the
+device; turning it into Python numbers (a device sync) happens later, on the background
+writer thread.
 """
 
 from __future__ import annotations
 
 import math
-import weakref
 import zlib
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
+from tensorsight.capture import _stats_native
 from tensorsight.capture._np_stats import array_stats, stats_from_values
 
 __all__ = [
@@ -28,9 +33,15 @@ __all__ = [
 ]
 
 
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     """``torch.bfloat16`` -> ``"bfloat16"``."""
-    return str(dtype).removeprefix("torch.")
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
 
 
 _NUMPY_DTYPES = frozenset(
@@ -40,17 +51,60 @@ _NUMPY_DTYPES = frozenset(
 _SMALL = 1 << 13  # elements; below this, numpy's per-call overhead beats torch's
 
 
-def stats_tensor(t: torch.Tensor) -> torch.Tensor | list[float] | None:
+_NATIVE: dict[torch.dtype, Any] = {}
+_NATIVE_STATE: list[bool] = []  # [loaded?]
+
+
+def _native_fns() -> dict[torch.dtype, Any]:
+    """torch dtype -> C statistics function (empty when the kernel cannot be built)."""
+    if not _NATIVE_STATE:
+        fns = _stats_native.load() or {}
+        for name, fn in fns.items():
+            dtype = getattr(torch, name, None)
+            if isinstance(dtype, torch.dtype):
+                _NATIVE[dtype] = fn
+        _NATIVE_STATE.append(True)
+    return _NATIVE
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _one_block(x: torch.Tensor, n: int) -> int:
+    """``k`` when ``x`` holds ``k`` repeats of the ``n / k`` consecutive elements at
+    ``data_ptr()`` (``k`` > 1: broadcast views, stride 0); 0 when it does not."""
+    if x.is_contiguous():
+        return 1
+    layout = _canonical_layout(x)
+    if layout and layout[0][0] == 0:  # stride-0 dims sort (and merge) first
+        k = layout[0][1]
+        layout = layout[1:]
+    else:
+        k = 1
+    return k if layout in (((1, n // k),), ()) else 0
+
+
+def stats_tensor(t: torch.Tensor, *, native: bool = True) -> torch.Tensor | list[float] | None:
     """``[min, max, sum, sumsq, nan, +inf, -inf, numel]`` in float64, on ``t``'s device.
 
+    CPU tensors held in one block of memory go through the C kernel (one read; ``native``
+    ``False`` or no compiler: the torch/numpy path below, same statistics to rounding).
     The three counts are computed only when min/max are not finite; on CPU the check is
-    free, on accelerators the counts are always computed to avoid a sync. Small CPU
+    free, on accelerators the counts are always computed to avoid a sync. Other small CPU
     tensors go through numpy (same float64 arithmetic, a tenth of the call overhead) and
     come back as a list. Returns ``None`` for empty and meta tensors.
     """
+    n = t.numel()
+    if n == 0:
+        return None
+    if native and t.is_cpu and type(t) in _PLAIN:  # no detach: only the memory is read
+        fn = (_NATIVE if _NATIVE_STATE else _native_fns()).get(t.dtype)
+        if fn is not None and t.layout == torch.strided and not (t.is_neg() or t.is_nested):
+            k = _one_block(t, n)
+            if k:
+                return _stats_native.buffer_stats(fn, t.data_ptr(), n // k, k)
     x = t.detach()
-    n = x.numel()
-    if n == 0 or x.device.type == "meta":
+    if x.device.type == "meta":
         return None
     if n <= _SMALL and x.device.type == "cpu" and x.dtype in _NUMPY_DTYPES:
         try:
@@ -58,7 +112,7 @@ def stats_tensor(t: torch.Tensor) -> torch.Tensor | list[float] | None:
         except (RuntimeError, TypeError):  # conjugate/negative views, subclasses
             pass
         else:
-            return array_stats(arr)
+            return array_stats(arr, native=False)
     if x.is_complex():
         x = torch.view_as_real(x)
         n = x.numel()
@@ -144,15 +198,25 @@ def _canonical_layout(t: torch.Tensor) -> tuple[tuple[int, int], ...]:
     return tuple(merged)
 
 
+def _storage_ref(t: torch.Tensor) -> StorageWeakRef:
+    return StorageWeakRef(t.untyped_storage())  # type: ignore[no-untyped-call]
+
+
+def _expired(ref: StorageWeakRef) -> bool:
+    return bool(ref.expired())  # type: ignore[no-untyped-call]
+
+
 class StatsCache:
     """Reuses work for tensors already seen in this step (weights read by several ops).
 
-    An entry is valid while the tensor that produced it is alive (so its memory cannot be
-    reused) and the shared version counter is unchanged (no in-place write since).
+    An entry is valid while the storage of the tensor that produced it is alive (so its
+    memory cannot be reused) and the shared version counter is unchanged (no in-place write
+    since). The storage, not the Python tensor object, is what is watched: an intermediate
+    tensor of the backward pass gets a new Python object each time an op sees it.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[Any, ...], tuple[weakref.ref[torch.Tensor], Any]] = {}
+        self._entries: dict[tuple[Any, ...], tuple[StorageWeakRef, Any]] = {}
 
     @staticmethod
     def key(t: torch.Tensor, *, exact: bool) -> tuple[Any, ...] | None:
@@ -175,17 +239,17 @@ class StatsCache:
         if key is None:
             return None
         hit = self._entries.get(key)
-        if hit is None or hit[0]() is None:
+        if hit is None or _expired(hit[0]):
             return None
         return hit[1]
 
     def put(self, key: tuple[Any, ...] | None, t: torch.Tensor, value: Any) -> None:
-        """Remember ``value`` for ``key`` while ``t`` lives."""
+        """Remember ``value`` for ``key`` while ``t``'s storage lives."""
         if key is None:
             return
         if len(self._entries) > 50_000:
-            self._entries = {k: v for k, v in self._entries.items() if v[0]() is not None}
-        self._entries[key] = (weakref.ref(t), value)
+            self._entries = {k: v for k, v in self._entries.items() if not _expired(v[0])}
+        self._entries[key] = (_storage_ref(t), value)
 
     def clear(self) -> None:
         """Forget everything (at step boundaries)."""

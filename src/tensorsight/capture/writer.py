@@ -31,6 +31,10 @@ MEASURE_COPY = "measure-copy"
 
 DEFAULT_MAX_QUEUE_BYTES = 1 << 30
 DEFAULT_SHARD_BYTES = 256 << 20
+# Rows without a tensor are handed to the writer thread in batches of up to this many (one
+# queue hand-off, i.e. one thread wake-up, per batch instead of per row); a row carrying a
+# tensor, and any other message, sends the batch at once, so the order never changes.
+BATCH_ROWS = 128
 
 
 class PendingTensor(Protocol):
@@ -38,6 +42,9 @@ class PendingTensor(Protocol):
 
     @property
     def nbytes(self) -> int: ...
+
+
+_STATS_FIELDS = tuple(f.name for f in dataclasses.fields(TensorStats))
 
 
 def _stats_list(stats: Any) -> list[float]:
@@ -84,6 +91,9 @@ class DumpWriter:
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._cond = threading.Condition()
         self._pending_bytes = 0
+        self._batch: list[tuple[Any, ...]] = []
+        self._batch_bytes = 0
+        self._batch_lock = threading.Lock()
         self._error: BaseException | None = None
         self._closed = False
         self._dtypes: set[str] = set(manifest.dtypes)
@@ -95,6 +105,9 @@ class DumpWriter:
         self._shard_size = 0
         self._shard_no = 0
         self._step_info: StepInfo | None = None
+        # its two per-row counters, folded into _step_info by _sync() when it is read
+        self._op_count = 0
+        self._tensor_count = 0
         self._stored: dict[str, str] = {}
         _fs.make_dirs(rank_dir)
         self._write_manifest()
@@ -149,7 +162,9 @@ class DumpWriter:
         if self._closed:
             return
         self._closed = True
-        self._queue.put(("close", complete, reason))
+        with self._batch_lock:
+            self._send_batch()
+            self._queue.put(("close", complete, reason))
         self._thread.join()
         self._raise_pending()
 
@@ -170,7 +185,22 @@ class DumpWriter:
                         break
                     self._cond.wait(0.5)
                 self._pending_bytes += nbytes
-        self._queue.put((*item, nbytes) if item[0] == "row" else item)
+        with self._batch_lock:
+            if item[0] == "row":
+                self._batch.append((*item, nbytes))
+                self._batch_bytes += nbytes
+                if nbytes or len(self._batch) >= BATCH_ROWS:
+                    self._send_batch()
+                return
+            self._send_batch()
+            self._queue.put(item)
+
+    def _send_batch(self) -> None:
+        """Queue the pending rows as one message (the caller holds ``_batch_lock``)."""
+        if self._batch:
+            self._queue.put(("rows", self._batch, self._batch_bytes))
+            self._batch = []
+            self._batch_bytes = 0
 
     def _raise_pending(self) -> None:
         err = self._error
@@ -186,17 +216,17 @@ class DumpWriter:
         while True:
             item = self._queue.get()
             kind = item[0]
-            try:
-                if self._error is None:
-                    self._handle(item)
-            except BaseException as exc:  # any failure: stop writing, keep the dump readable
-                self._error = exc
-                self._mark_failed(exc)
-            finally:
-                if kind == "row" and item[-1]:
-                    with self._cond:
-                        self._pending_bytes -= item[-1]
-                        self._cond.notify_all()
+            for one in item[1] if kind == "rows" else (item,):
+                try:
+                    if self._error is None:
+                        self._handle(one)
+                except BaseException as exc:  # any failure: stop writing, keep the dump readable
+                    self._error = exc
+                    self._mark_failed(exc)
+            if kind == "rows" and item[2]:
+                with self._cond:
+                    self._pending_bytes -= item[2]
+                    self._cond.notify_all()
             if kind == "close":
                 return
             if self._log is not None and self._queue.empty():
@@ -216,7 +246,10 @@ class DumpWriter:
             self._end(complete=item[1], drop_if_empty=item[2])
         elif kind == "stepinfo":
             if self._step_info is not None:
+                self._sync()
                 self._step_info = dataclasses.replace(self._step_info, **item[1])
+                self._op_count = self._step_info.op_count
+                self._tensor_count = self._step_info.tensor_count
         elif kind == "extra":
             self.manifest = dataclasses.replace(
                 self.manifest, extra={**self.manifest.extra, **item[1]}
@@ -236,6 +269,18 @@ class DumpWriter:
         self._stored = {}
         self._measured = {}
         self._step_info = StepInfo(step=step)
+        self._op_count = self._step_info.op_count
+        self._tensor_count = self._step_info.tensor_count
+
+    def _sync(self) -> None:
+        """Fold the per-row counters into ``_step_info`` (one replace per read, not per row)."""
+        info = self._step_info
+        if info is not None and (
+            info.op_count != self._op_count or info.tensor_count != self._tensor_count
+        ):
+            self._step_info = dataclasses.replace(
+                info, op_count=self._op_count, tensor_count=self._tensor_count
+            )
 
     def _write_row(
         self, row: dict[str, Any], stats: Any, tensor: Any, same_as: str | None, store: bool
@@ -259,12 +304,13 @@ class DumpWriter:
                 row["fingerprint"] = measured[1]
         if stats is not None:
             s: TensorStats = self._to_stats(_stats_list(stats))
-            row.update(dataclasses.asdict(s))
+            for name in _STATS_FIELDS:  # dataclasses.asdict, without its deep copy
+                row[name] = getattr(s, name)
         if not store:
             pass
         elif tensor is not None:
             data = self._to_bytes(tensor)
-            key = f"t{self._step_info.tensor_count}"
+            key = f"t{self._tensor_count}"
             shard_name = f"tensors-{self._shard_no:05d}.safetensors"
             self._shard.append(
                 _safetensors.ShardEntry(key, row["dtype"], tuple(row["shape"]), data)
@@ -278,18 +324,15 @@ class DumpWriter:
         elif same_as is not None:
             row["data"] = self._stored.get(same_as)
         self._dtypes.add(row["dtype"])
-        info = self._step_info
-        new_op = row["index"] >= info.op_count
-        self._step_info = dataclasses.replace(
-            info,
-            op_count=row["index"] + 1 if new_op else info.op_count,
-            tensor_count=info.tensor_count + 1,
-        )
+        if row["index"] >= self._op_count:
+            self._op_count = row["index"] + 1
+        self._tensor_count += 1
         self._log.write(json.dumps(row, allow_nan=True).encode() + b"\n")
 
     def _flush_shard(self) -> None:
         if not self._shard or self._step_dir is None or self._step_info is None:
             return
+        self._sync()
         path = self._step_dir / f"tensors-{self._shard_no:05d}.safetensors"
         meta = {"format": "tensorsight-dump", "step": str(self._step_info.step)}
         written = _safetensors.write_shard(path, self._shard, meta)
@@ -303,6 +346,7 @@ class DumpWriter:
         if self._step_dir is None or self._step_info is None:
             return
         self._flush_shard()
+        self._sync()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -324,6 +368,7 @@ class DumpWriter:
 
     def _write_manifest(self) -> None:
         steps = list(self._steps)
+        self._sync()
         if self._step_info is not None:
             steps.append(self._step_info)
         self.manifest = dataclasses.replace(

@@ -1,0 +1,84 @@
+/* tensorsight dump statistics: min, max, sum, sum of squares and NaN/+Inf/-Inf counts of a
+ * contiguous buffer in one read (the float64 copy + aminmax + sum + dot of the torch path
+ * read and write ~32 bytes per element; this reads the element once).
+ *
+ * Compiled on first use by tensorsight/capture/_stats_native.py through tensorsight._cbuild;
+ * the torch and numpy paths in _torch_stats.py / _np_stats.py are the reference and the
+ * fallback. Every element is converted to float64 before it is accumulated; sums run in
+ * blocks (a float64 sum per block, then the blocks' sums) to bound rounding on big tensors.
+ *
+ * out (7 doubles): 0 min  1 max  2 sum  3 sum of squares  4 NaN  5 +Inf  6 -Inf
+ * NaN rules (as torch.aminmax / sum): any NaN makes min, max, sum and sumsq NaN. The counts
+ * are only counted (second pass) when the sums come back non-finite, which is the case
+ * whenever a NaN or an Inf is present.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TS_BLOCK 4096
+
+static inline double ts_bf16(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return (double)f;
+}
+
+static inline double ts_f16(uint16_t h) {
+    /* bit-exact widening: normals, +-Inf and NaN by moving the fields; subnormals m * 2**-24 */
+    uint64_t e = (h >> 10) & 31, m = h & 1023, sign = (uint64_t)(h & 0x8000) << 48;
+    uint64_t ed = e == 31 ? 0x7FF : e + 1008;
+    uint64_t bits = sign | (ed << 52) | (m << 42);
+    double v;
+    memcpy(&v, &bits, 8);
+    double sub = (double)(int32_t)m * 0x1p-24;
+    return e == 0 ? (sign ? -sub : sub) : v;
+}
+
+#define TS_CONV(x) ((double)(x))
+
+#define TS_STATS(NAME, T, CONV)                                                            \
+    void NAME(const T *p, int64_t n, double *out) {                                       \
+        double mn = INFINITY, mx = -INFINITY, s = 0.0, sq = 0.0;                          \
+        for (int64_t b = 0; b < n; b += TS_BLOCK) {                                       \
+            int64_t e = n - b < TS_BLOCK ? n : b + TS_BLOCK;                              \
+            double bs = 0.0, bq = 0.0, bmn = INFINITY, bmx = -INFINITY;                   \
+            _Pragma("omp simd reduction(+:bs,bq) reduction(min:bmn) reduction(max:bmx)")  \
+            for (int64_t i = b; i < e; i++) {                                             \
+                double v = CONV(p[i]);                                                    \
+                bs += v;                                                                  \
+                bq += v * v;                                                              \
+                bmn = v < bmn ? v : bmn;                                                  \
+                bmx = v > bmx ? v : bmx;                                                  \
+            }                                                                             \
+            s += bs;                                                                      \
+            sq += bq;                                                                     \
+            mn = bmn < mn ? bmn : mn;                                                     \
+            mx = bmx > mx ? bmx : mx;                                                     \
+        }                                                                                 \
+        double nan = 0.0, pinf = 0.0, ninf = 0.0;                                         \
+        if (!isfinite(s) || !isfinite(sq)) {                                              \
+            for (int64_t i = 0; i < n; i++) {                                             \
+                double v = CONV(p[i]);                                                    \
+                nan += isnan(v) ? 1.0 : 0.0;                                              \
+                pinf += v == INFINITY ? 1.0 : 0.0;                                        \
+                ninf += v == -INFINITY ? 1.0 : 0.0;                                       \
+            }                                                                             \
+            if (nan > 0) {                                                                \
+                mn = mx = s = sq = NAN;                                                   \
+            }                                                                             \
+        }                                                                                 \
+        out[0] = mn; out[1] = mx; out[2] = s; out[3] = sq;                                \
+        out[4] = nan; out[5] = pinf; out[6] = ninf;                                       \
+    }
+
+TS_STATS(ts_stats_f64, double, TS_CONV)
+TS_STATS(ts_stats_f32, float, TS_CONV)
+TS_STATS(ts_stats_f16, uint16_t, ts_f16)
+TS_STATS(ts_stats_bf16, uint16_t, ts_bf16)
+TS_STATS(ts_stats_i64, int64_t, TS_CONV)
+TS_STATS(ts_stats_i32, int32_t, TS_CONV)
+TS_STATS(ts_stats_i16, int16_t, TS_CONV)
+TS_STATS(ts_stats_i8, int8_t, TS_CONV)
+TS_STATS(ts_stats_u8, uint8_t, TS_CONV)
