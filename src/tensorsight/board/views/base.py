@@ -6,7 +6,7 @@ import abc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tensorsight.board.errors import InvalidArgument, NotFound
 
@@ -22,6 +22,7 @@ __all__ = [
     "float_param",
     "int_param",
     "lookup",
+    "record_at_step",
     "require_param",
     "tags_by_kind",
 ]
@@ -74,6 +75,25 @@ def tags_by_kind(
         for tag in info.tags.get(kind, ()):
             by_tag.setdefault(tag, []).append(info.name)
     return [{"tag": t, "runs": by_tag[t]} for t in sorted(by_tag)]
+
+
+class _Stepped(Protocol):
+    @property
+    def step(self) -> int: ...
+
+
+R = TypeVar("R", bound=_Stepped)
+
+
+def record_at_step(records: Sequence[R], step: int | None, *, what: str, run: str, tag: str) -> R:
+    """The last record at ``step`` (``None``: the last record), or NotFound naming it."""
+    if step is None:
+        return records[-1]
+    found = [r for r in records if r.step == step]
+    if not found:
+        msg = f"{what} tag {tag[:200]!r} of run {run[:200]!r} has no record at step {step}."
+        raise NotFound(msg)
+    return found[-1]
 
 
 def require_param(request: Request, name: str) -> str:

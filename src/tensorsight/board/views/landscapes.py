@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, int_param, require_param, tags_by_kind
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    record_at_step,
+    require_param,
+    tags_by_kind,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -50,14 +56,7 @@ def landscape_impl(
 ) -> dict[str, Any]:
     """The landscape at ``step`` (default: the last record) as JSON-ready data."""
     records = _records(provider, run, tag)
-    if step is None:
-        rec = records[-1]
-    else:
-        found = [r for r in records if r.step == step]
-        if not found:
-            msg = f"Landscapes tag {tag[:200]!r} of run {run[:200]!r} has no record at step {step}."
-            raise NotFound(msg)
-        rec = found[-1]
+    rec = record_at_step(records, step, what="Landscapes", run=run, tag=tag)
     sy = max(1, math.ceil(rec.y.size / MAX_SIDE))
     sx = max(1, math.ceil(rec.x.size / MAX_SIDE))
     values = rec.values[::sy, ::sx]

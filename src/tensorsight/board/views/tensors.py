@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorsight.board.errors import InvalidArgument, NotFound
-from tensorsight.board.views.base import View, int_param, require_param, tags_by_kind
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    record_at_step,
+    require_param,
+    tags_by_kind,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -176,14 +182,7 @@ def slice_impl(
 ) -> dict[str, Any]:
     """The record at ``step`` (default: the last), sliced by ``query`` (default: see above)."""
     records = _records(provider, run, tag)
-    if step is None:
-        rec = records[-1]
-    else:
-        found = [r for r in records if r.step == step]
-        if not found:
-            msg = f"Tensors tag {tag[:200]!r} of run {run[:200]!r} has no record at step {step}."
-            raise NotFound(msg)
-        rec = found[-1]
+    rec = record_at_step(records, step, what="Tensors", run=run, tag=tag)
     q = default_query(len(rec.shape)) if query is None else query
     index, free = parse_slice(q, rec.shape)
     part = np.asarray(rec.values[index])
