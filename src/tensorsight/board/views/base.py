@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -22,6 +22,7 @@ __all__ = [
     "float_param",
     "int_param",
     "lookup",
+    "read_records",
     "record_at_step",
     "require_param",
     "tags_by_kind",
@@ -83,6 +84,21 @@ class _Stepped(Protocol):
 
 
 R = TypeVar("R", bound=_Stepped)
+
+
+def read_records(
+    read: Callable[[str, str], Sequence[R]], run: str, tag: str, *, what: str
+) -> Sequence[R]:
+    """``read(run, tag)`` from the provider, or NotFound for an unknown or empty tag."""
+    try:
+        records = read(run, tag)
+    except KeyError:
+        msg = f"Run {run[:200]!r} has no {what.lower()} tag {tag[:200]!r}."
+        raise NotFound(msg) from None
+    if not records:
+        msg = f"{what} tag {tag[:200]!r} of run {run[:200]!r} has no records."
+        raise NotFound(msg)
+    return records
 
 
 def record_at_step(records: Sequence[R], step: int | None, *, what: str, run: str, tag: str) -> R:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensorsight.board.errors import NotFound
 from tensorsight.board.views.base import (
     View,
     int_param,
+    read_records,
     record_at_step,
     require_param,
     tags_by_kind,
@@ -39,16 +39,8 @@ def _f(v: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _records(provider: DataProvider, run: str, tag: str) -> list[LandscapeData]:
-    try:
-        records = provider.read_landscapes(run, tag)
-    except KeyError:
-        msg = f"Run {run[:200]!r} has no landscapes tag {tag[:200]!r}."
-        raise NotFound(msg) from None
-    if not records:
-        msg = f"Landscapes tag {tag[:200]!r} of run {run[:200]!r} has no records."
-        raise NotFound(msg)
-    return records
+def _records(provider: DataProvider, run: str, tag: str) -> Sequence[LandscapeData]:
+    return read_records(provider.read_landscapes, run, tag, what="Landscapes")
 
 
 def landscape_impl(

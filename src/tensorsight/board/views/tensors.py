@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensorsight.board.errors import InvalidArgument, NotFound
+from tensorsight.board.errors import InvalidArgument
 from tensorsight.board.views.base import (
     View,
     int_param,
+    read_records,
     record_at_step,
     require_param,
     tags_by_kind,
@@ -152,16 +153,8 @@ def stats(values: NDArray[Any]) -> dict[str, Any]:
     return out
 
 
-def _records(provider: DataProvider, run: str, tag: str) -> list[TensorValue]:
-    try:
-        records = provider.read_tensors(run, tag)
-    except KeyError:
-        msg = f"Run {run[:200]!r} has no tensors tag {tag[:200]!r}."
-        raise NotFound(msg) from None
-    if not records:
-        msg = f"Tensors tag {tag[:200]!r} of run {run[:200]!r} has no records."
-        raise NotFound(msg)
-    return records
+def _records(provider: DataProvider, run: str, tag: str) -> Sequence[TensorValue]:
+    return read_records(provider.read_tensors, run, tag, what="Tensors")
 
 
 def steps_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any]:
