@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from tensorsight.board.app import create_app, runs_impl
+from tensorsight.board.app import create_app, host_name, runs_impl
+from tensorsight.board.server import allowed_hosts_for
 from tensorsight.data import InMemoryProvider
 
 
@@ -153,3 +154,37 @@ def test_hostile_run_names_are_just_unknown_runs(client, run):
         assert r.status_code == 404, route
         message = r.json()["error"]["message"]
         assert len(message) < 400
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [("127.0.0.1:6006", "127.0.0.1"), ("LocalHost", "localhost"), ("[::1]:80", "::1"),
+     ("[::1]", "::1"), ("::1", "::1"), ("", ""), ("a.example:1:2", "a.example:1:2")],
+)  # fmt: skip
+def test_host_name_drops_port_and_brackets(header, name):
+    assert host_name(header) == name
+
+
+@pytest.mark.parametrize(
+    ("base", "status"),
+    [("http://127.0.0.1:6006", 200), ("http://localhost", 200), ("http://[::1]:6006", 200),
+     ("http://app.localhost", 200), ("http://evil.example", 400),
+     ("http://127.0.0.1.evil.example", 400), ("http://localhost.evil.example", 400)],
+)  # fmt: skip
+def test_host_check_refuses_other_names(provider, base, status):
+    app = create_app(provider, ["scalars"], allowed_hosts=allowed_hosts_for("127.0.0.1"))
+    with TestClient(app, base_url=base) as c:
+        for path in ("/api/runs", "/"):
+            r = c.get(path)
+            assert r.status_code == status, path
+    if status == 400:
+        assert r.json()["error"]["code"] == "invalid_host"
+
+
+def test_allowed_hosts_follow_the_bind_address():
+    assert set(allowed_hosts_for("127.0.0.1")) >= {"127.0.0.1", "localhost", "::1"}
+    assert "proxy.example" in (allowed_hosts_for("localhost", ["proxy.example"]) or ())
+    assert allowed_hosts_for("::1") is not None
+    # binding a network interface was an explicit choice: any name unless some are listed
+    assert allowed_hosts_for("0.0.0.0") is None
+    assert allowed_hosts_for("192.168.1.5", ["board.lan"]) == ("board.lan",)

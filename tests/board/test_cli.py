@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -44,7 +45,7 @@ def test_serves_a_logdir_on_localhost_and_reloads(tmp_path):
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tensorsight", "board", "--logdir", str(tmp_path),
-         "--port", str(port), "--reload-interval", "0.2"],
+         "--port", str(port), "--reload-interval", "0.2", "--allowed-host", "proxy.example"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )  # fmt: skip
@@ -69,6 +70,19 @@ def test_serves_a_logdir_on_localhost_and_reloads(tmp_path):
                 break
             time.sleep(0.1)
         assert "later" in names
+        # DNS rebinding: a page on another site reaches 127.0.0.1 under its own Host name
+        for host, status in [("evil.example", 400), (f"localhost:{port}", 200),
+                             ("proxy.example", 200), (f"[::1]:{port}", 200)]:  # fmt: skip
+            req = urllib.request.Request(url, headers={"Host": host})
+            try:
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    got, body = r.status, json.loads(r.read())
+            except urllib.error.HTTPError as exc:
+                got, body = exc.code, json.loads(exc.read())
+            assert got == status, host
+            if status == 400:
+                assert body["error"]["code"] == "invalid_host"
+                assert "evil.example" in body["error"]["message"]
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=10)

@@ -9,12 +9,17 @@ Routes (documented in ``docs/http_api/``):
 * ``/api/views/<name>/...`` — each view's own routes.
 * everything else — the built front end from ``static_dir`` (``board/static`` by default),
   and nothing outside it.
+
+With ``allowed_hosts`` set, a request whose ``Host`` header names another host gets a 400
+before any route runs: a page on another site cannot read the board through DNS rebinding
+(its requests carry that site's name). :func:`tensorsight.board.server.serve` sets it to the
+loopback names whenever the board binds a loopback address.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +35,12 @@ if TYPE_CHECKING:
 
     from tensorsight.data import DataProvider
 
-__all__ = ["DEFAULT_STATIC_DIR", "create_app", "runs_impl"]
+__all__ = ["DEFAULT_STATIC_DIR", "LOOPBACK_HOSTS", "create_app", "host_name", "runs_impl"]
 
 DEFAULT_STATIC_DIR = Path(__file__).resolve().parent / "static"
 ACTIVE_WINDOW_SECS = 120.0
+# The names a browser on this machine uses for the loopback interface.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 _NOT_BUILT = """<!doctype html><meta charset="utf-8"><title>tensorsight board</title>
 <p>The board's front end is not built. Run <code>make web</code> in a source checkout, or
@@ -101,6 +108,7 @@ def create_app(
     views: Iterable[str] | None = None,
     *,
     static_dir: Path | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """Build the board application.
 
@@ -108,6 +116,9 @@ def create_app(
         provider: Where every view reads its data.
         views: View names to mount, in tab order (``None``: built-ins, then entry points).
         static_dir: Folder of the built front end (``None``: the packaged ``board/static``).
+        allowed_hosts: Host names (without port) that requests may name in their ``Host``
+            header; names ending in ``.localhost`` match ``localhost``. ``None``: any host
+            (in-process clients, embedding; ``serve()`` passes the loopback names).
 
     Returns:
         A Starlette application; serve it with uvicorn (see :mod:`tensorsight.board.server`).
@@ -173,7 +184,10 @@ def create_app(
 
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(_SecurityHeaders)],
+        middleware=[
+            Middleware(_SecurityHeaders),
+            *([] if allowed_hosts is None else [Middleware(_HostCheck, hosts=allowed_hosts)]),
+        ],
         exception_handlers={PublicError: handle_error, Exception: handle_error},
     )
     app.state.provider = provider
@@ -200,3 +214,42 @@ class _SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def host_name(header: str) -> str:
+    """The host part of a ``Host`` header, lower-cased, without port or IPv6 brackets."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class _HostCheck:
+    """Pure ASGI middleware: 400 for requests whose ``Host`` is not an allowed name."""
+
+    def __init__(self, app: Any, hosts: Sequence[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(host_name(h) for h in hosts)
+
+    def is_allowed(self, name: str) -> bool:
+        if name in self.hosts:
+            return True
+        return name.endswith(".localhost") and "localhost" in self.hosts
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        raw = dict(scope.get("headers") or ()).get(b"host", b"")
+        name = host_name(raw.decode("latin-1"))
+        if self.is_allowed(name):
+            await self.app(scope, receive, send)
+            return
+        from tensorsight.board.errors import error_response
+
+        shown = name[:80] or "(none)"
+        msg = (
+            f"Host {shown!r} is not served by this board. Open it as "
+            "http://127.0.0.1:PORT/, or start it with --allowed-host NAME."
+        )
+        await error_response(400, "invalid_host", msg)(scope, receive, send)

@@ -13,6 +13,7 @@ examples:
   tensorsight board --logdir runs/
   tensorsight board --logdir runs/ --port 6007 --reload-interval 2
   tensorsight board --logdir runs/ --host 0.0.0.0      # reachable from other machines
+  tensorsight board --logdir runs/ --allowed-host board.example.org   # behind a proxy
 """
 
 
@@ -30,6 +31,16 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--logdir", required=True, help="folder scanned recursively for runs")
     parser.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=(
+            "also answer requests for this Host name (repeatable); on 127.0.0.1 the board "
+            "answers only loopback names, which blocks DNS rebinding"
+        ),
+    )
     parser.add_argument("--port", type=int, default=None, help="TCP port (default 6006)")
     parser.add_argument(
         "--reload-interval",
@@ -93,5 +104,6 @@ def run(args: argparse.Namespace) -> int:
         port=port,
         reload_interval_secs=args.reload_interval,
         log_level="error" if args.quiet else "warning",
+        allowed_hosts=args.allowed_host,
     )
     return 0

@@ -1,27 +1,48 @@
 """Run the board under uvicorn, with a background thread that reloads the logdir.
 
 Binds ``127.0.0.1`` by default: the board shows training data, so exposing it on a network
-is an explicit choice (``--host 0.0.0.0``).
+is an explicit choice (``--host 0.0.0.0``). On a loopback address it also answers only
+requests that name a loopback host (``Host: 127.0.0.1``, ``localhost``, ``[::1]``), so a web
+page elsewhere cannot read it through DNS rebinding; ``allowed_hosts`` adds names (a reverse
+proxy's, say).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tensorsight._lazy import lazy_import
-from tensorsight.board.app import create_app
+from tensorsight.board.app import LOOPBACK_HOSTS, create_app, host_name
 
 if TYPE_CHECKING:
     from tensorsight.data import DataProvider
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Reloader", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Reloader", "allowed_hosts_for", "serve"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6006
 log = logging.getLogger("tensorsight.board")
+
+
+def allowed_hosts_for(bind_host: str, extra: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """The ``Host`` names a board bound to ``bind_host`` answers (``None``: any).
+
+    A loopback bind answers the loopback names, the bound name and ``extra``; any other bind
+    was an explicit choice to serve a network, so it answers any name unless ``extra`` lists
+    the allowed ones.
+    """
+    name = host_name(bind_host)
+    try:
+        loopback = ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        loopback = name == "localhost" or name.endswith(".localhost")
+    if loopback:
+        return (*LOOPBACK_HOSTS, name, *extra)
+    return tuple(extra) or None
 
 
 class Reloader:
@@ -61,6 +82,7 @@ def serve(
     reload_interval_secs: float | None = None,
     views: Iterable[str] | None = None,
     log_level: str = "warning",
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Serve the board until interrupted (blocks).
 
@@ -71,15 +93,17 @@ def serve(
         reload_interval_secs: Seconds between reloads (``None``: 5; 0 disables).
         views: View names in tab order (``None``: all).
         log_level: uvicorn's log level.
+        allowed_hosts: Extra ``Host`` names to answer (see :func:`allowed_hosts_for`).
     """
     uvicorn = lazy_import("uvicorn", extra="board", needed_by="tensorsight board")
-    app = create_app(provider, views)
+    bind = DEFAULT_HOST if host is None else host
+    app = create_app(provider, views, allowed_hosts=allowed_hosts_for(bind, allowed_hosts))
     reloader = Reloader(provider, 5.0 if reload_interval_secs is None else reload_interval_secs)
     reloader.start()
     try:
         uvicorn.run(
             app,
-            host=DEFAULT_HOST if host is None else host,
+            host=bind,
             port=DEFAULT_PORT if port is None else port,
             log_level=log_level,
         )
