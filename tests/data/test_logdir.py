@@ -76,3 +76,12 @@ def test_limits_cap_and_are_reported(logdir):
 def test_missing_logdir(tmp_path):
     with pytest.raises(InputFileError, match="not found"):
         LogdirProvider(tmp_path / "nope")
+
+
+def test_first_read_reports_progress_in_files(logdir):
+    seen: list[int] = []
+    p = LogdirProvider(logdir, progress=seen.append)
+    assert seen, "no progress reported"
+    assert seen == sorted(seen)
+    assert seen[-1] == 2  # one event file per run
+    assert len(p.list_runs()) == 2

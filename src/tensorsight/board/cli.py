@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     """Load the logdir, print the URL and serve until interrupted."""
     from pathlib import Path
 
+    from tensorsight._progress import ProgressBar
     from tensorsight.board.server import DEFAULT_HOST, DEFAULT_PORT, serve
     from tensorsight.data import Limits, LogdirProvider
     from tensorsight.errors import InputFileError, UsageError
@@ -91,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         max_points_per_scalar=args.max_points_per_scalar,
         max_tags_per_run=args.max_tags_per_run or defaults.max_tags_per_run,
     )
-    provider = LogdirProvider(logdir, limits)
+    with ProgressBar(None, label="reading", enabled=False if args.quiet else None) as bar:
+        provider = LogdirProvider(logdir, limits, progress=lambda n: bar.advance(n - bar.done))
     host = args.host or DEFAULT_HOST
     port = DEFAULT_PORT if args.port is None else args.port
     if not args.quiet:

@@ -9,6 +9,7 @@ and a lock so a background thread may :meth:`reload` while requests are served.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,7 @@ class LogdirProvider(DataProvider):
     Args:
         logdir: Folder scanned recursively for event files.
         limits: Memory bounds (``None``: :class:`Limits` defaults, which keep every scalar).
+        progress: Called with the number of files read so far during the first read.
 
     Raises:
         InputFileError: ``logdir`` does not exist or is not a folder.
@@ -64,8 +66,14 @@ class LogdirProvider(DataProvider):
         []
     """
 
-    def __init__(self, logdir: str | Path, limits: Limits | None = None) -> None:
-        from tensorsight.summary import read_logdir
+    def __init__(
+        self,
+        logdir: str | Path,
+        limits: Limits | None = None,
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        from tensorsight.summary.logdir import Logdir
 
         self.path = Path(logdir)
         self._limits = limits or Limits()
@@ -81,7 +89,8 @@ class LogdirProvider(DataProvider):
             if cap is not None
         }
         # the reader enforces the per-tag caps while ingesting (newest kept)
-        self._logdir = read_logdir(self.path, max_points=self._caps)
+        self._logdir = Logdir(self.path, max_points=self._caps)
+        self._logdir.reload(progress=progress)  # progress: files read so far
         self._generation = 0
         self._runs: list[RunInfo] = []
         self._index()
