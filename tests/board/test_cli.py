@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -37,6 +38,25 @@ def test_missing_logdir_is_a_one_line_usage_error(tmp_path, capsys):
 def test_bad_limits_are_refused(tmp_path, capsys, flag, value):
     assert cli.main(["board", "--logdir", str(tmp_path), flag, value]) == 2
     assert flag in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["--port", "70000"], ["--port", "-1"], ["--host", "256.0.0.1"]])
+def test_bad_address_is_a_one_line_error_before_reading(tmp_path, capsys, args):
+    assert cli.main(["board", "--logdir", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert len(err.strip().splitlines()) == 1
+    assert "--port" in err
+
+
+def test_busy_port_is_a_one_line_error(tmp_path, capsys):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert cli.main(["board", "--logdir", str(tmp_path), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port}: cannot listen" in err
 
 
 def test_serves_a_logdir_on_localhost_and_reloads(tmp_path):

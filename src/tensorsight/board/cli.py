@@ -41,7 +41,9 @@ def register(subparsers: Any) -> None:
             "answers only loopback names, which blocks DNS rebinding"
         ),
     )
-    parser.add_argument("--port", type=int, default=None, help="TCP port (default 6006)")
+    parser.add_argument(
+        "--port", type=int, default=None, help="TCP port (default 6006; 0: a free one)"
+    )
     parser.add_argument(
         "--reload-interval",
         type=float,
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.reload_interval is not None and args.reload_interval < 0:
         msg = f"Option --reload-interval: expected seconds >= 0, got {args.reload_interval}."
         raise UsageError(msg)
+    host = args.host or DEFAULT_HOST
+    port = _listen_port(host, DEFAULT_PORT if args.port is None else args.port)
     defaults = Limits()
     limits = Limits(
         max_points_per_scalar=args.max_points_per_scalar,
@@ -94,12 +98,11 @@ def run(args: argparse.Namespace) -> int:
     )
     with ProgressBar(None, label="reading", enabled=False if args.quiet else None) as bar:
         provider = LogdirProvider(logdir, limits, progress=lambda n: bar.advance(n - bar.done))
-    host = args.host or DEFAULT_HOST
-    port = DEFAULT_PORT if args.port is None else args.port
     if not args.quiet:
         runs = provider.list_runs()
         print(f"tensorsight board: {len(runs)} runs in {logdir}", file=sys.stderr)
-        print(f"open http://{host}:{port}/  (Ctrl+C to stop)", file=sys.stderr)
+        shown = f"[{host}]" if ":" in host else host  # an IPv6 address
+        print(f"open http://{shown}:{port}/  (Ctrl+C to stop)", file=sys.stderr)
     serve(
         provider,
         host=host,
@@ -109,3 +112,31 @@ def run(args: argparse.Namespace) -> int:
         allowed_hosts=args.allowed_host,
     )
     return 0
+
+
+def _listen_port(host: str, port: int) -> int:
+    """``port`` once checked that ``host`` can listen on it (0: a free port, picked now).
+
+    Checked before the logdir is read, so a busy port or a bad address is a one-line error
+    at once, and the URL printed names the real port.
+    """
+    import socket
+
+    from tensorsight.errors import UsageError
+
+    if not 0 <= port <= 65535:
+        msg = f"Option --port: expected 0-65535, got {port}."
+        raise UsageError(msg)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, _, _, _, address = infos[0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            sock.bind(address)
+            return int(sock.getsockname()[1])
+    except OSError as exc:
+        msg = (
+            f"Address {host}:{port}: cannot listen ({exc.strerror or exc}). Pass another "
+            "--port (0 picks a free one) or a --host of this machine."
+        )
+        raise UsageError(msg) from None
