@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { fmtGain, gainSentence, histTicks } from "./detail";
 import { badness, badnessColor, chipTint, fmt, fmtMetric, fmtRatio, ratioBadness, verdictTint } from "./scale";
-import { headerSummary, nextDiff } from "./sides";
+import { headerSummary, nextDiff, shortOp } from "./sides";
 import { shortDtype } from "./table";
 import { pickLossTag } from "./losses";
 import { visibleTree } from "./tree";
@@ -112,6 +112,11 @@ describe("side-by-side traces", () => {
     expect(nextDiff(d, 20, -1)).toBe(8);
     expect(nextDiff(d, 3, -1)).toBeNull();
     expect(nextDiff([], 0, 1)).toBeNull();
+  });
+  it("shortens ATen op names, keeps others", () => {
+    expect(shortOp("aten.native_layer_norm.default")).toBe("native_layer_norm");
+    expect(shortOp("aten.add.Tensor")).toBe("add.Tensor");
+    expect(shortOp("Functional.linear.0.forward")).toBe("Functional.linear.0.forward");
   });
   it("abbreviates dtypes in the table", () => {
     expect(shortDtype("bfloat16")).toBe("bf16");

@@ -30,6 +30,11 @@ export function headerSummary(l: Pick<TraceLine, "ops" | "counts">): string {
   return parts.join(" · ");
 }
 
+/** An op name as the traces show it: ATen's `aten.` and `.default` dropped (the title keeps it whole). */
+export function shortOp(op: string): string {
+  return op.startsWith("aten.") ? op.slice(5).replace(/\.default$/, "") : op;
+}
+
 /** The next (dir 1) or previous (dir -1) difference from line `from`, or null. */
 export function nextDiff(diffs: number[], from: number, dir: 1 | -1): number | null {
   if (dir > 0) return diffs.find((d) => d > from) ?? null;
@@ -47,7 +52,7 @@ function sideCell(l: TraceLine, which: "bench" | "target"): HTMLElement {
   }
   if (l.kind !== "op") {
     const caret = h("span", { class: "cmp-sbs-caret" }, l.folded ? "▸" : "▾");
-    cell.append(caret, h("span", { class: "cmp-sbs-label" }, l.kind === "direction" ? l.label : l.label || "(root)"), h("span", { class: "muted" }, ` ${headerSummary(l)}`));
+    cell.append(caret, h("span", { class: "cmp-sbs-label" }, l.kind === "direction" ? l.label : l.label || "(root)"), h("span", { class: "muted cmp-sbs-sum" }, ` ${headerSummary(l)}`));
     if (l.side !== "both") cell.append(h("span", { class: `cmp-sbs-only ${which}` }, `only in ${which}`));
     return cell;
   }
@@ -57,9 +62,9 @@ function sideCell(l: TraceLine, which: "bench" | "target"): HTMLElement {
   if (other && other.dtype !== s.dtype) dt.classList.add("differ");
   cell.append(
     h("span", { class: "muted cmp-sbs-idx" }, s.index === null ? "" : `#${s.index} `),
-    h("span", { class: "cmp-sbs-op" }, s.op),
+    h("span", { class: "cmp-sbs-op", title: s.op }, shortOp(s.op)),
     dt,
-    h("span", { class: "muted" }, s.shape ? ` [${s.shape.join(",")}]` : ""),
+    h("span", { class: "muted cmp-sbs-shape" }, s.shape ? ` [${s.shape.join(",")}]` : ""),
   );
   if (which === "target" && l.moved) cell.append(h("span", { class: "cmp-sbs-moved", title: "runs in another order on the target side" }, " ↕ reordered"));
   return cell;
