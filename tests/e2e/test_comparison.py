@@ -325,7 +325,7 @@ def test_jump_between_a_row_and_its_place(page, structures) -> None:
     target = page.locator("#cmp-detail h3").inner_text().split(" ")[0].lstrip("#")
     page.wait_for_selector(f'#cmp-table tr.selected[data-position="{target}"]')
     page.wait_for_function(
-        "p => { const tr = document.querySelector(`#cmp-table tr[data-position=\"${p}\"]`);"
+        'p => { const tr = document.querySelector(`#cmp-table tr[data-position="${p}"]`);'
         " const r = tr && tr.getBoundingClientRect();"
         " return r && r.top >= 0 && r.bottom <= window.innerHeight; }",
         arg=target,
