@@ -16,6 +16,7 @@ from tests.e2e.conftest import board_server, shot
 pytestmark = pytest.mark.browser
 
 DOC_SHOT = ROOT / "docs" / "images" / "board-comparison.png"
+SIDES_SHOT = ROOT / "docs" / "images" / "board-comparison-sides.png"
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +134,261 @@ def test_drill_down_and_replay(page, server) -> None:
     assert "does not reproduce" in page.locator("#cmp-replay-out").inner_text()
     assert "error gain" in page.locator("#cmp-gain").inner_text()
     shot(page, "comparison-replay")
+
+
+def test_input_row_drill_down_says_what_gain_means(page, server) -> None:
+    page.goto(server + "/#comparison")
+    page.wait_for_selector("#cmp-first-open")
+    page.click("#cmp-first-open")  # the planted bug's first divergence is an input row
+    page.wait_for_selector("#cmp-detail #cmp-gain")
+    gain = page.locator("#cmp-gain p").inner_text()
+    assert "input of this op" in gain
+    assert "defined for outputs only" in gain
+    assert "output.0: gain" in gain
+    assert "error gain \N{EN DASH}" not in gain
+    assert page.locator("#cmp-gain th", has_text="err/budget").count() == 1
+    page.locator("#cmp-hist").scroll_into_view_if_needed()
+    shot(page, "comparison-input-gain")
+
+
+# ---------------------------------------------------------------- side by side
+
+
+def make_large_comparison(logdir: Path, ops: int = 6000) -> None:
+    """A written comparison of ``ops`` ops, every tenth only in the target (no dumps)."""
+    from tensorsight.compare.result import Comparison, OpComparison
+
+    rows = []
+    t = 0
+    for i in range(ops):
+        module = f"Big.layers.{i // 40}.{'attn' if i % 40 < 20 else 'mlp'}"
+        if i % 10 == 0:
+            rows.append(
+                OpComparison(
+                    t,
+                    "aten._to_copy.default",
+                    module,
+                    "forward",
+                    "output.0",
+                    shape_target=(4, 4),
+                    dtype_target="bfloat16",
+                    verdict="warning",
+                    reason="Op only in target (a dtype cast, e.g. inserted by autocast).",
+                    op_target="aten._to_copy.default",
+                    index_target=t,
+                    match="unmatched",
+                    mode="none",
+                )
+            )
+            t += 1
+        rows.append(
+            OpComparison(
+                i,
+                "aten.mm.default",
+                module,
+                "forward",
+                "output.0",
+                (4, 4),
+                (4, 4),
+                "float32",
+                "bfloat16",
+                cosine=0.99999,
+                max_abs_err=1e-3,
+                verdict="pass",
+                reason="Error within budget.",
+                op_target="aten.mm.default",
+                index_target=t,
+                match="name",
+                budget=1e-2,
+                error=1e-3,
+            )
+        )
+        t += 1
+    rows.sort(key=lambda r: r.index if r.match != "unmatched" else r.index_target)
+    out = logdir / "compare" / "large"
+    out.mkdir(parents=True)
+    Comparison("big/bench", "big/target", tuple(rows), metrics=("cosine", "max_abs_err")).to_json(
+        out / "comparison.json"
+    )
+
+
+@pytest.fixture(scope="module")
+def structures(tmp_path_factory: pytest.TempPathFactory):
+    from tests.data.test_comparison_trace import make_structure_logdir
+
+    logdir = make_structure_logdir(tmp_path_factory.mktemp("cmp-structures"))
+    make_large_comparison(logdir)
+    with board_server(LogdirProvider(logdir)) as url:
+        yield url
+
+
+def open_comparison(page, url: str, name: str, *, sides: bool = False) -> None:
+    page.goto(url + "/#comparison")
+    page.wait_for_selector("#cmp-table tbody tr", state="attached")
+    if page.locator("#cmp-select").input_value() != name:
+        before = page.locator(".cmp-runs").inner_text()
+        page.select_option("#cmp-select", name)
+        page.wait_for_function(
+            "t => document.querySelector('.cmp-runs').innerText !== t", arg=before
+        )
+        page.wait_for_selector("#cmp-table tbody tr", state="attached")
+    page.click(f'#cmp-mode button[data-mode="{"sides" if sides else "table"}"]')
+    page.wait_for_selector(".cmp-sbs-line.op" if sides else "#cmp-table tbody tr")
+
+
+def scroll_box_contains(page, selector: str) -> bool:
+    return page.evaluate(
+        """sel => { const el = document.querySelector(sel);
+        const box = document.querySelector('#cmp-sbs-scroll').getBoundingClientRect();
+        const r = el.getBoundingClientRect();
+        return r.top >= box.top && r.bottom <= box.bottom; }""",
+        selector,
+    )
+
+
+def test_side_by_side_shows_autocast_casts_on_the_target_side(page, structures) -> None:
+    open_comparison(page, structures, "compare/autocast", sides=True)
+    casts = page.locator('.cmp-sbs-line.op[data-status="target"]')
+    assert casts.count() >= 5
+    for i in range(casts.count()):
+        line = casts.nth(i)
+        assert "_to_copy" in line.locator(".cmp-sbs-cell.target").inner_text()
+        assert "absent" in (line.locator(".cmp-sbs-cell.bench").get_attribute("class") or "")
+    matched = page.locator('.cmp-sbs-line.op[data-status="matched"]').first
+    assert matched.locator(".dt.differ").count() == 2  # float32 against bfloat16
+    summary = page.locator("#cmp-sbs-summary").inner_text()
+    assert "only in target" in summary
+    assert "0 only in bench" in summary
+    # the next-difference button walks the casts
+    page.click("#cmp-sbs-next")
+    page.wait_for_selector(".cmp-sbs-line.focus")
+    assert page.locator(".cmp-sbs-line.focus").get_attribute("data-status") == "target"
+    assert "difference 1 of" in page.locator("#cmp-sbs-diffnav").inner_text()
+    shot(page, "comparison-sides-autocast")
+
+
+def test_extra_call_and_missing_module_are_highlighted(page, structures) -> None:
+    open_comparison(page, structures, "compare/extra-call", sides=True)
+    extra = page.locator('.cmp-sbs-line.scope[data-side="target"]')
+    assert extra.count() >= 2
+    assert "only in target" in extra.first.inner_text()
+    assert "absent" in (extra.first.locator(".cmp-sbs-cell.bench").get_attribute("class") or "")
+    shot(page, "comparison-sides-extra-call")
+    # a module missing on the target side: the banner says so before anything else
+    open_comparison(page, structures, "compare/missing-module")
+    page.wait_for_selector("#cmp-first-structure")
+    note = page.locator("#cmp-first-structure").inner_text()
+    assert "Structures differ before this op" in note
+    assert "Net.norm" in note
+    assert in_viewport(page, "#cmp-first-structure")
+    page.click("#cmp-first-upstream")
+    page.wait_for_selector(".cmp-sbs-line.focus")
+    focus = page.locator(".cmp-sbs-line.focus")
+    assert focus.get_attribute("data-status") == "bench"
+    assert "native_layer_norm" in focus.locator(".cmp-sbs-cell.bench").inner_text()
+    assert scroll_box_contains(page, ".cmp-sbs-line.focus")
+    norm = page.locator('.cmp-sbs-line.scope[data-side="bench"]').first
+    assert "only in bench" in norm.inner_text()
+    path = shot(page, "comparison-sides-missing-module")
+    if not SIDES_SHOT.exists() or os.environ.get("TENSORSIGHT_UPDATE_SCREENSHOTS"):
+        shutil.copyfile(path, SIDES_SHOT)
+
+
+def test_jump_between_a_row_and_its_place(page, structures) -> None:
+    open_comparison(page, structures, "compare/extra-call")
+    # a backward row inside a scope that starts folded (it matched one to one)
+    page.click('#cmp-direction button[data-direction="backward"]')
+    page.fill("#cmp-module", "Net.head")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#cmp-table tbody td.module')]"
+        ".every(td => td.innerText === 'Net.head')"
+    )
+    row = page.locator("#cmp-table tbody tr").nth(3)
+    position = row.get_attribute("data-position")
+    op = row.locator("td.op").inner_text()
+    row.click()
+    page.wait_for_selector("#cmp-detail-locate")
+    page.click("#cmp-detail-locate")
+    page.wait_for_selector(".cmp-sbs-line.focus")
+    focus = page.locator(".cmp-sbs-line.focus")
+    assert focus.locator(".cmp-sbs-cell.bench .cmp-sbs-op").get_attribute("title") == op
+    assert scroll_box_contains(page, ".cmp-sbs-line.focus")
+    shot(page, "comparison-sides-jump")
+    # and back: the op's line opens its row, whose "table" button shows it in the table
+    focus.locator(".cmp-sbs-cell.bench").click()  # the drill-down covers the right side
+    page.wait_for_selector("#cmp-detail-table")
+    page.wait_for_function(
+        "() => document.querySelector('#cmp-detail h3').innerText.includes('Net') ||"
+        " document.querySelector('#cmp-detail .muted').innerText.includes('Net.head')"
+    )
+    page.click("#cmp-detail-table")
+    target = page.locator("#cmp-detail h3").inner_text().split(" ")[0].lstrip("#")
+    page.wait_for_selector(f'#cmp-table tr.selected[data-position="{target}"]')
+    page.wait_for_function(
+        'p => { const tr = document.querySelector(`#cmp-table tr[data-position="${p}"]`);'
+        " const r = tr && tr.getBoundingClientRect();"
+        " return r && r.top >= 0 && r.bottom <= window.innerHeight; }",
+        arg=target,
+    )
+    assert position is not None
+    assert page.locator("#cmp-module").input_value() == ""  # filters were cleared
+
+
+def test_folding_a_header_hides_its_ops(page, structures) -> None:
+    open_comparison(page, structures, "compare/same", sides=True)
+    assert "Same structure" in page.locator("#cmp-sbs-summary").inner_text()
+    folded = page.locator('.cmp-sbs-line.scope:has(.cmp-sbs-caret:text("▸"))').first
+    line_id = folded.get_attribute("data-id")
+    before = page.locator(".cmp-sbs-line").count()
+    folded.click()
+    page.wait_for_function(
+        'id => { const l = document.querySelector(`.cmp-sbs-line[data-id="${id}"]`);'
+        " return l && l.querySelector('.cmp-sbs-caret').innerText === '▾'; }",
+        arg=line_id,
+    )
+    assert page.locator(".cmp-sbs-line").count() > before
+    page.uncheck("#cmp-sbs-fold")
+    page.wait_for_function(
+        "() => ![...document.querySelectorAll('.cmp-sbs-caret')].some(c => c.innerText === '▸')"
+    )
+
+
+def test_a_comparison_that_passes_does_not_look_alarming(page, structures) -> None:
+    open_comparison(page, structures, "compare/same")
+    page.wait_for_selector("#cmp-first.agree")
+    coloured = page.locator("#cmp-table td.metric, #cmp-table td.ratio").evaluate_all(
+        "tds => tds.filter(td => td.style.background && td.style.background !== 'transparent')"
+        ".length"
+    )
+    assert coloured == 0
+    shot(page, "comparison-healthy")
+    # in a comparison with warnings only warning and error rows carry colour
+    open_comparison(page, structures, "compare/missing-module")
+    page.wait_for_selector("#cmp-table tr[data-verdict='error']")
+    verdicts = page.locator("#cmp-table tbody tr").evaluate_all(
+        "trs => trs.filter(tr => [...tr.querySelectorAll('td.metric, td.ratio')].some(td =>"
+        " td.style.background && td.style.background !== 'transparent'))"
+        ".map(tr => tr.dataset.verdict)"
+    )
+    assert verdicts
+    assert "pass" not in verdicts
+
+
+def test_a_large_trace_is_virtualised(page, structures) -> None:
+    open_comparison(page, structures, "compare/large", sides=True)
+    summary = page.locator("#cmp-sbs-summary").inner_text()
+    assert "bench 6000 ops · target 6600 ops" in summary
+    assert page.locator(".cmp-sbs-line").count() < 150
+    total = page.evaluate(
+        "() => document.querySelector('.cmp-sbs-spacer').getBoundingClientRect().height / 22"
+    )
+    assert total > 6600
+    page.evaluate(
+        "() => { const s = document.querySelector('#cmp-sbs-scroll');"
+        " s.scrollTop = s.scrollHeight; }"
+    )
+    last = round(total) - 1
+    page.wait_for_selector(f'.cmp-sbs-line[data-line="{last}"]')
+    assert page.locator(".cmp-sbs-line").count() < 150
+    assert page.locator(".cmp-sbs-line.loading").count() == 0
+    shot(page, "comparison-sides-large")

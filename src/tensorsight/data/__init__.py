@@ -9,6 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
+from tensorsight.data._comparison_trace_types import (
+    SideOp,
+    TraceLine,
+    TracePage,
+    TraceQuery,
+    Upstream,
+)
 from tensorsight.data._downsample import downsample_indices
 from tensorsight.data.comparisons import (
     AdviceInfo,
@@ -61,8 +68,13 @@ __all__ = [
     "RowQuery",
     "RunInfo",
     "ScalarSeries",
+    "SideOp",
     "TensorValue",
     "TextRecord",
+    "TraceLine",
+    "TracePage",
+    "TraceQuery",
+    "Upstream",
     "downsample_indices",
 ]
 

@@ -1,7 +1,8 @@
 """Filtering, sorting and paging of comparison rows, and the module-hierarchy overlay.
 
 Columns are held as numpy arrays (numbers; ``None`` -> NaN) and lists (strings), built once
-per comparison, so a query over 10,000+ rows costs milliseconds.
+per comparison, so a query over 10,000+ rows costs milliseconds. Rows gain one derived
+column, ``budget_ratio`` (``error / budget``, see :func:`budget_ratio`).
 """
 
 from __future__ import annotations
@@ -109,11 +110,24 @@ def _num(v: Any) -> float:
     return float(v)
 
 
+def budget_ratio(error: Any, budget: Any) -> float | None:
+    """A row's error over its budget (``None`` when either is missing): above 1, the row
+    shows more error than its dtypes, reduction length and inputs explain."""
+    e, b = _num(error), _num(budget)
+    if math.isnan(e) or math.isnan(b):
+        return None
+    if b > 0:
+        return e / b
+    return 0.0 if e == 0 else math.inf
+
+
 class Table:
     """The rows of one comparison, with columnar copies for queries."""
 
     def __init__(self, rows: Sequence[Any], metrics: Sequence[str]) -> None:
         self._dicts = [r.to_dict() for r in rows]
+        for d in self._dicts:
+            d["budget_ratio"] = budget_ratio(d.get("error"), d.get("budget"))
         self.metrics = tuple(metrics)
         self.columns = tuple(self._dicts[0]) if self._dicts else ()
         self._text = {c: [str(d.get(c) or "") for d in self._dicts] for c in _TEXT}
@@ -128,6 +142,11 @@ class Table:
     def __len__(self) -> int:
         return len(self._dicts)
 
+    @property
+    def dicts(self) -> list[dict[str, Any]]:
+        """Every row as column -> value, in position order (do not modify)."""
+        return self._dicts
+
     def check(self, position: int) -> int:
         """``position`` when it names a row, else :class:`KeyError`."""
         if not 0 <= position < len(self._dicts):
@@ -139,9 +158,9 @@ class Table:
         return {"position": self.check(position), **self._dicts[position]}
 
     def op_rows(self, position: int) -> list[dict[str, Any]]:
-        """Every row of the op ``position`` belongs to (same rank, index and direction)."""
-        d = self._dicts[self.check(position)]
-        key = (d.get("rank"), d.get("index"), d.get("direction"))
+        """Every row of the op ``position`` belongs to (same rank, direction and bench and
+        target indices: a bench-only and a target-only op may share an index)."""
+        key = self._key(self.check(position))
         lo, hi = position, position
         while lo > 0 and self._key(lo - 1) == key:
             lo -= 1
@@ -149,9 +168,9 @@ class Table:
             hi += 1
         return [self.row(i) for i in range(lo, hi + 1)]
 
-    def _key(self, i: int) -> tuple[Any, Any, Any]:
+    def _key(self, i: int) -> tuple[Any, ...]:
         d = self._dicts[i]
-        return (d.get("rank"), d.get("index"), d.get("direction"))
+        return (d.get("rank"), d.get("index"), d.get("index_target"), d.get("direction"))
 
     def distinct(self, column: str) -> list[str]:
         """Sorted distinct values of a text column."""

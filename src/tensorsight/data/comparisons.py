@@ -7,6 +7,10 @@ it, relative to the logdir, in POSIX form (``"compare/fp32-vs-bug"``; ``"."`` fo
 itself). Files are parsed on first use and re-parsed when their size or mtime change; a file
 that cannot be read is listed with :attr:`ComparisonInfo.error` instead of failing the board.
 
+:meth:`ComparisonStore.trace` merges the bench and target op traces rebuilt from the rows
+into lines grouped by module scope, for the side-by-side view (see
+:mod:`tensorsight.data._comparison_trace`); it is built on first use and kept with the file.
+
 The dumps behind a comparison (its ``bench`` and ``target`` paths) are opened only for the
 drill-down of one row (:meth:`ComparisonStore.detail`), one tensor pair at a time, with the
 response bounded by :class:`DetailLimits`. Relative dump paths are tried against the
@@ -36,6 +40,8 @@ from tensorsight.errors import InputFileError, TensorsightError
 
 if TYPE_CHECKING:
     from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
+    from tensorsight.data._comparison_trace import Trace
+    from tensorsight.data._comparison_trace_types import TracePage, TraceQuery, Upstream
 
 __all__ = [
     "COMPARISON_FILE",
@@ -116,6 +122,7 @@ class _Entry:
     info: ComparisonInfo
     comparison: Any = None  # tensorsight.compare.Comparison
     table: Table | None = None
+    trace: Trace | None = None
 
 
 def _broken(name: str, mtime: float, error: str) -> ComparisonInfo:
@@ -269,6 +276,35 @@ class ComparisonStore:
         info = self.info(name)
         higher = metric in info.higher_is_better
         return self._table(name).module_tree(metric, direction, higher_is_better=higher)
+
+    def _trace(self, name: str) -> Trace:
+        from tensorsight.data._comparison_trace import Trace
+
+        entry = self._entry(name)
+        table = self._table(name)
+        with self._lock:
+            if entry.trace is None:
+                entry.trace = Trace(table.dicts)
+            return entry.trace
+
+    def trace(self, name: str, query: TraceQuery | None = None) -> TracePage:
+        """The bench and target op traces side by side, grouped by module (one window).
+
+        Raises:
+            KeyError: Unknown comparison, or ``query.at`` names no row.
+        """
+        from tensorsight.data._comparison_trace_types import TraceQuery
+
+        return self._trace(name).page(query or TraceQuery())
+
+    def upstream(self, name: str, position: int) -> Upstream:
+        """Ops that ran on one side only before row ``position``'s op (same rank).
+
+        Raises:
+            KeyError: Unknown comparison or row.
+        """
+        table = self._table(name)
+        return self._trace(name).upstream(table.check(position))
 
     def dump_path(self, name: str, side: str) -> Path | None:
         """The bench or target dump folder of ``name``, resolved, or ``None`` when missing."""

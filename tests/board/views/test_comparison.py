@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,75 @@ def test_jsonable_encodes_non_finite_numbers() -> None:
     assert jsonable({"a": (float("nan"), float("inf"), -float("inf"), 1.5)}) == {
         "a": ["NaN", "Infinity", "-Infinity", 1.5]
     }
+
+
+@pytest.fixture(scope="module")
+def structures(tmp_path_factory: pytest.TempPathFactory):
+    from starlette.testclient import TestClient
+
+    from tensorsight.board.app import create_app
+    from tests.data.test_comparison_trace import make_structure_logdir
+
+    root = make_structure_logdir(tmp_path_factory.mktemp("board-structures"))
+    with TestClient(create_app(LogdirProvider(root))) as c:
+        yield c
+
+
+def test_trace_pages_the_side_by_side_view(structures) -> None:
+    name = "compare/missing-module"
+    body = get(structures, "trace", name=name, limit=10).json()
+    assert len(body["lines"]) == 10
+    assert body["offset"] == 0
+    assert body["total"] > 10
+    assert body["counts"]["bench"] >= 1
+    assert body["counts"]["bench_ops"] > body["counts"]["target_ops"]
+    head = body["lines"][0]
+    assert head["kind"] == "direction"
+    assert head["label"] == "forward"
+    norm = next(x for x in body["lines"] if x["path"] == "Net.norm")
+    assert norm["side"] == "bench"
+    op = next(x for x in body["lines"] if x["kind"] == "op")
+    assert set(op["bench"]) == {"index", "op", "dtype", "shape", "tensors"}
+    # fold=none opens everything; toggling a header back folds it
+    full = get(structures, "trace", name=name, fold="none", limit=1000).json()
+    assert full["total"] > body["total"]
+    scope = next(x for x in full["lines"] if x["kind"] == "scope")
+    less = get(structures, "trace", name=name, fold="none", toggle=str(scope["id"])).json()
+    k = full["lines"].index(scope)
+    below = list(takewhile(lambda x: x["depth"] > scope["depth"], full["lines"][k + 1 :]))
+    assert sum(1 for x in below if x["kind"] == "op") == scope["ops"]
+    assert less["total"] == full["total"] - len(below)
+    # at=P: the row's op is the focus, in the returned window
+    summary = get(structures, "summary", name=name).json()
+    first = summary["comparison"]["first_divergence"]
+    assert summary["upstream"]["count"] >= 1
+    assert summary["upstream"]["side"] == "bench"
+    at = get(structures, "trace", name=name, direction="forward", at=first, limit=3).json()
+    assert at["offset"] <= at["focus"] < at["offset"] + 3
+    assert at["lines"][at["focus"] - at["offset"]]["kind"] == "op"
+    hidden = get(structures, "trace", name=name, direction="backward", at=first).json()
+    assert hidden["focus"] is None  # a forward row is not in the backward trace
+
+
+def test_trace_rejects_bad_input(structures) -> None:
+    name = "compare/autocast"
+    for bad in (
+        {"fold": "some"},
+        {"toggle": "1,x"},
+        {"toggle": ",".join(str(i) for i in range(1001))},
+        {"limit": "0"},
+        {"limit": "1001"},
+        {"offset": "-1"},
+        {"at": "-3"},
+        {"direction": "up"},
+    ):
+        r = get(structures, "trace", name=name, **bad)
+        assert r.status_code == 400, bad
+        assert r.json()["error"]["code"] == "invalid_argument"
+    assert get(structures, "trace", name=name, at=10**8).status_code == 404
+    assert get(structures, "trace", name="nope").status_code == 404
+    assert get(structures, "trace").status_code == 400
+    # an agreeing comparison has no upstream note
+    same = get(structures, "summary", name="compare/same").json()
+    assert same["first_divergence_row"] is None
+    assert same["upstream"] is None

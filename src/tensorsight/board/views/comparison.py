@@ -2,7 +2,8 @@
 
 Routes under ``/api/views/comparison`` (spec: ``docs/http_api/comparison.md``):
 ``/list``, ``/summary``, ``/rows`` (filter, sort, page), ``/tree`` (module hierarchy),
-``/detail`` (one row's tensors from the dumps) and ``/replay`` (re-run one op). Data comes
+``/trace`` (bench and target op traces side by side), ``/detail`` (one row's tensors from
+the dumps) and ``/replay`` (re-run one op). Data comes
 from :meth:`DataProvider.comparisons`; non-finite numbers travel as ``"NaN"``,
 ``"Infinity"``, ``"-Infinity"``.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import InvalidArgument, NotFound, PublicError
 from tensorsight.board.views.base import View, float_param, int_param, require_param
-from tensorsight.data import DetailLimits, RowQuery
+from tensorsight.data import DetailLimits, RowQuery, TraceQuery
 from tensorsight.errors import TensorsightError
 
 if TYPE_CHECKING:
@@ -35,10 +36,14 @@ __all__ = [
     "replay_impl",
     "rows_impl",
     "summary_impl",
+    "trace_impl",
     "tree_impl",
 ]
 
 MAX_PAGE = 1000
+MAX_TRACE_PAGE = 1000
+MAX_TOGGLES = 1000
+FOLDS = ("clean", "none")
 MAX_TOP = 200
 MAX_CELLS = 128
 VERDICTS = ("pass", "warning", "error")
@@ -105,13 +110,15 @@ def list_impl(provider: DataProvider) -> dict[str, Any]:
 
 
 def summary_impl(provider: DataProvider, name: str) -> dict[str, Any]:
-    """One comparison: its info, the first divergence row, metric ranges, op names."""
+    """One comparison: its info, the first divergence row, the ops that ran on one side only
+    before it, metric ranges, op names."""
     store = _check(provider, name)
     info = store.info(name)
     first = info.first_divergence
     return {
         "comparison": jsonable(info),
         "first_divergence_row": None if first is None else jsonable(_row(store, name, first)),
+        "upstream": None if first is None else jsonable(store.upstream(name, first)),
         "metric_ranges": jsonable(store.metric_ranges(name)),
         "ops": store.ops(name),
     }
@@ -139,6 +146,50 @@ def tree_impl(
         msg = f"Metric {str(metric)[:80]!r} does not exist in comparison {name[:200]!r}."
         raise InvalidArgument(msg) from None
     return {"metric": metric, "direction": direction, "tree": jsonable(tree)}
+
+
+def trace_impl(provider: DataProvider, name: str, query: TraceQuery) -> dict[str, Any]:
+    """One window of the side-by-side trace (bench and target ops grouped by module)."""
+    store = _check(provider, name)
+    try:
+        page = store.trace(name, query)
+    except KeyError:
+        msg = f"Comparison {name[:200]!r} has no row {query.at}."
+        raise NotFound(msg) from None
+    return jsonable(page)  # type: ignore[no-any-return]
+
+
+def parse_trace_query(request: Request) -> TraceQuery:
+    """A :class:`TraceQuery` from the query string (see docs/http_api/comparison.md)."""
+    params = request.query_params
+    fold = params.get("fold") or "clean"
+    if fold not in FOLDS:
+        msg = f"Query parameter 'fold': expected one of {', '.join(FOLDS)}, got {fold[:40]!r}."
+        raise InvalidArgument(msg)
+    raw = params.get("toggle", "")
+    parts = [p for p in raw.split(",") if p.strip()]
+    if len(parts) > MAX_TOGGLES:
+        msg = (
+            f"Query parameter 'toggle': {len(parts)} header ids. Expected at most "
+            f"{MAX_TOGGLES}; use fold=none to open every header."
+        )
+        raise InvalidArgument(msg)
+    try:
+        toggles = frozenset(int(p) for p in parts)
+    except ValueError:
+        msg = f"Query parameter 'toggle': expected comma-separated integers, got {raw[:40]!r}."
+        raise InvalidArgument(msg) from None
+    at = None
+    if params.get("at"):
+        at = int_param(request, "at", 0, 0, 10**9)
+    return TraceQuery(
+        directions=_choice(request, "direction", DIRECTIONS),
+        fold=fold,
+        toggles=toggles,
+        offset=int_param(request, "offset", 0, 0, 10**9),
+        limit=int_param(request, "limit", 200, 1, MAX_TRACE_PAGE),
+        at=at,
+    )
 
 
 def detail_impl(
@@ -246,6 +297,7 @@ class ComparisonView(View):
             Route("/summary", self._summary),
             Route("/rows", self._rows),
             Route("/tree", self._tree),
+            Route("/trace", self._trace),
             Route("/detail", self._detail),
             Route("/replay", self._replay),
         ]
@@ -281,6 +333,14 @@ class ComparisonView(View):
             raise InvalidArgument(msg)
         metric = request.query_params.get("metric") or None
         return JSONResponse(tree_impl(self.provider, name, metric, direction))
+
+    async def _trace(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+
+        name = require_param(request, "name")
+        query = parse_trace_query(request)
+        return JSONResponse(await run_in_threadpool(trace_impl, self.provider, name, query))
 
     async def _detail(self, request: Request) -> Response:
         from starlette.concurrency import run_in_threadpool

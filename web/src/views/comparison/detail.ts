@@ -3,7 +3,8 @@
 // worst elements, and a replay of the op on the bench inputs.
 import { getJson, toNumber } from "../../api/client";
 import { h } from "../../core/state";
-import { fmt, fmtMetric, heatColor, VERDICT_COLORS } from "./scale";
+import type { JsonNumber } from "../../api/types";
+import { fmt, fmtMetric, fmtRatio, heatColor, VERDICT_COLORS } from "./scale";
 import type { OpDetail, ReplayInfo, Row, TensorSummary } from "./types";
 
 function statsTable(b: TensorSummary | null, t: TensorSummary | null): HTMLElement {
@@ -22,23 +23,61 @@ function statsTable(b: TensorSummary | null, t: TensorSummary | null): HTMLEleme
   return h("table", { class: "cmp-small" }, h("thead", {}, h("tr", {}, h("th", {}), h("th", {}, "bench"), h("th", {}, "target"))), body);
 }
 
+/** An error gain as text: "3.2×", "∞" (the inputs agree exactly), "–" (not defined). */
+export function fmtGain(v: JsonNumber | null | undefined): string {
+  if (v === null || v === undefined) return "–";
+  const n = toNumber(v);
+  if (Number.isNaN(n)) return "–";
+  return Number.isFinite(n) ? `${fmt(n)}×` : "∞";
+}
+
+/** What the error gain says about this row: outputs have one, inputs inherit their error. */
+export function gainSentence(row: Row, opRows: Row[]): string {
+  const e = fmt(row.error);
+  if (row.match === "unmatched") return "No error gain: this tensor has no counterpart on the other side.";
+  if (row.error_gain !== null && row.error_gain !== undefined) {
+    const gain = toNumber(row.error_gain);
+    if (toNumber(row.error) === 0) return "The output agrees exactly (error 0): this op adds no error.";
+    const e0 = toNumber(row.input_error);
+    if (e0 === 0 && gain !== 1) return `Output error ${e} while the inputs agree exactly: all of it is added by this op (error gain ∞).`;
+    const how = gain > 1 ? "this op adds error" : "this op passes on (or damps) the error it received";
+    return `Output error ${e} against its inputs' largest error ${fmt(row.input_error)}: error gain ${fmtGain(row.error_gain)} (${how}).`;
+  }
+  const outs = opRows.filter((r) => r.error_gain !== null && r.error_gain !== undefined);
+  const arrives = toNumber(row.error) === 0 ? "it agrees exactly (error 0)" : `its error ${e} arrives from upstream (a parameter, a model input or an earlier op)`;
+  const budget = row.budget === null || row.budget === undefined ? "" : ` Rounding and every earlier op explain at most ${fmt(row.budget)}.`;
+  const what = row.tensor.startsWith("grad.") ? "an accumulated gradient, judged like an input" : "an input of this op";
+  const gains = outs.length ? ` This op's ${outs.map((r) => `${r.tensor}: gain ${fmtGain(r.error_gain)}`).join(", ")}.` : "";
+  return `This is ${what}: ${arrives}.${budget} Error gain (output error ÷ inputs' error) is defined for outputs only.${gains}`;
+}
+
 function opRows(d: OpDetail): HTMLElement {
   const body = h("tbody", {});
   for (const r of d.op_rows) {
     const tr = h("tr", r.position === d.position ? { class: "selected" } : {});
     const v = h("td", {}, r.verdict);
     v.style.color = VERDICT_COLORS[r.verdict] ?? "";
-    tr.append(h("td", {}, r.tensor), h("td", {}, fmt(r.error)), h("td", {}, fmtMetric("cosine", r.cosine as number | null)), v);
+    const gain = h("td", {}, fmtGain(r.error_gain));
+    if (r.error_gain === null) gain.title = r.tensor.startsWith("output") ? "no error measure" : "inputs have no gain: they inherit their error";
+    tr.append(h("td", {}, r.tensor), h("td", {}, fmt(r.error)), h("td", {}, fmtRatio(r.budget_ratio as JsonNumber | null)), gain, h("td", {}, fmtMetric("cosine", r.cosine as number | null)), v);
     body.append(tr);
   }
-  const row = d.row;
-  const gain = row.error_gain === null ? "–" : `${fmt(row.error_gain)}×`;
   return h(
     "div",
     { id: "cmp-gain" },
-    h("p", {}, `Output error ${fmt(row.error)} against inputs' error ${fmt(row.input_error)}: error gain ${gain}.`),
-    h("table", { class: "cmp-small" }, h("thead", {}, h("tr", {}, h("th", {}, "tensor"), h("th", {}, "error"), h("th", {}, "cosine"), h("th", {}, "verdict"))), body),
+    h("p", {}, gainSentence(d.row, d.op_rows)),
+    h("table", { class: "cmp-small" }, h("thead", {}, h("tr", {}, h("th", {}, "tensor"), h("th", {}, "error"), h("th", { title: "error ÷ budget: above 1 the row shows more error than its dtypes and inputs explain" }, "err/budget"), h("th", {}, "gain"), h("th", {}, "cosine"), h("th", {}, "verdict"))), body),
   );
+}
+
+/** Decade ticks of the histogram's log10 axis: at most one label per ~48 px. */
+export function histTicks(lo: number, hi: number, width: number): { exp: number; x: number }[] {
+  if (!(hi > lo)) return [];
+  const decades = Math.floor(hi) - Math.ceil(lo) + 1;
+  const step = Math.max(1, Math.ceil(decades / Math.max(1, Math.floor(width / 48))));
+  const out: { exp: number; x: number }[] = [];
+  for (let e = Math.ceil(lo); e <= hi; e += step) out.push({ exp: e, x: ((e - lo) / (hi - lo)) * width });
+  return out;
 }
 
 function histogram(d: OpDetail): HTMLElement {
@@ -63,7 +102,13 @@ function histogram(d: OpDetail): HTMLElement {
     ctx.fillStyle = "#444";
     ctx.font = "10px sans-serif";
     const lo = hist.edges[0] ?? 0, hi = hist.edges[n] ?? 1;
-    for (let e = Math.ceil(lo); e <= hi; e++) ctx.fillText(`1e${e}`, padL + ((e - lo) / (hi - lo)) * (W - padL - 6) - 8, H - 6);
+    for (const t of histTicks(lo, hi, W - padL - 6)) {
+      const label = `1e${t.exp}`;
+      const w = ctx.measureText(label).width;
+      // centred under its edge, kept inside the canvas (the last label used to be cut off)
+      const x = Math.min(W - w - 1, Math.max(padL - w / 2, padL + t.x - w / 2));
+      ctx.fillText(label, x, H - 6);
+    }
     ctx.fillText(String(max), 2, 14);
     ctx.fillText("0", 2, H - padB);
   }
@@ -79,7 +124,9 @@ function heatmap(d: OpDetail): HTMLElement {
   const cols = m.values[0]?.length ?? 0;
   const cell = Math.max(2, Math.floor(360 / Math.max(rows, cols, 1)));
   const canvas = h("canvas", { class: "cmp-heat", id: "cmp-heat", width: String(cols * cell), height: String(rows * cell) });
-  const logs = m.values.flat().map(toNumber).filter((v) => Number.isFinite(v) && v > 0).map(Math.log10);
+  const flat = m.values.flat().map(toNumber);
+  if (flat.every((v) => v === 0)) return h("p", { class: "muted", id: "cmp-heat-none" }, "every element agrees exactly: no error to map");
+  const logs = flat.filter((v) => Number.isFinite(v) && v > 0).map(Math.log10);
   const lo = logs.length ? Math.min(...logs) : 0;
   const hi = logs.length ? Math.max(...logs) : 0;
   const ctx = canvas.getContext("2d");
@@ -140,13 +187,23 @@ function replaySection(name: string, row: Row): HTMLElement {
   return h("div", {}, button, out);
 }
 
-export async function renderDetail(el: HTMLElement, name: string, row: Row, onClose: () => void): Promise<void> {
+export interface DetailActions {
+  close: () => void;
+  locate: () => void; // show the op in the side-by-side traces
+  table: () => void; // show the row in the table
+}
+
+export async function renderDetail(el: HTMLElement, name: string, row: Row, actions: DetailActions): Promise<void> {
   const close = h("button", { type: "button", id: "cmp-detail-close", title: "close" }, "✕");
-  close.addEventListener("click", onClose);
+  close.addEventListener("click", actions.close);
+  const locate = h("button", { type: "button", id: "cmp-detail-locate", title: "show this op in the side-by-side op traces" }, "↔ side by side");
+  locate.addEventListener("click", actions.locate);
+  const inTable = h("button", { type: "button", id: "cmp-detail-table", title: "show this row in the table (filters cleared)" }, "table");
+  inTable.addEventListener("click", actions.table);
   const verdict = h("span", { class: "verdict" }, row.verdict);
   verdict.style.color = VERDICT_COLORS[row.verdict] ?? "";
   el.replaceChildren(
-    h("div", { class: "cmp-detail-head" }, h("h3", {}, `#${row.position} ${row.op} · ${row.tensor}`), close),
+    h("div", { class: "cmp-detail-head" }, h("h3", {}, `#${row.position} ${row.op} · ${row.tensor}`), inTable, locate, close),
     h("div", { class: "muted" }, `${row.direction} in ${row.module_path || "<root>"}`, " · ", verdict),
     h("p", {}, row.reason),
     h("p", { class: "muted" }, "loading tensors…"),

@@ -1,13 +1,15 @@
 // Comparison view: results of `tensorsight compare` found under the logdir. The first
-// divergence is pinned on top with the advisor's sentence; below, the module overlay and the
-// table of every row (server-side filter, sort and paging keep 10,000+ rows fast); a row
-// opens its drill-down.
+// divergence is pinned on top with the advisor's sentence; below, the module overlay and
+// either the table of every row (server-side filter, sort and paging keep 10,000+ rows fast)
+// or the bench and target op traces side by side; a row or an op line opens its drill-down.
 import { getJson, type Params } from "../../api/client";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
 import "./comparison.css";
 import { renderDetail } from "./detail";
+import { renderFirstDivergence } from "./first";
 import { LossCurves } from "./losses";
 import { fmtMetric, VERDICT_COLORS } from "./scale";
+import { SideBySide } from "./sides";
 import { renderTable } from "./table";
 import { renderTree, visibleTree } from "./tree";
 import type { ComparisonInfo, ModuleNode, Row, RowPage, SummaryResponse } from "./types";
@@ -38,6 +40,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   let summary: SummaryResponse | null = null;
   let selected: number | null = null;
   let colorBy = "verdict";
+  let mode: "table" | "sides" = "table";
+  let sidesFor = "";
+  let rowsSeq = 0;
   let openScopes: Set<string> | null = null;
   let disposed = false;
   const q: Query = {
@@ -58,6 +63,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const tableBox = h("div", { class: "cmp-table-box" });
   const pager = h("div", { class: "cmp-pager", id: "cmp-pager" });
   const unmatched = h("section", { class: "cmp-unmatched", id: "cmp-unmatched" });
+  const modes = h("span", { class: "cmp-toggle cmp-modes", id: "cmp-mode" });
+  const tablePart = h("div", { class: "cmp-table-part" }, filters, status, tableBox, pager, unmatched);
+  const sides = new SideBySide((position) => void selectPosition(position));
+  sides.el.hidden = true;
   const detail = h("aside", { class: "cmp-detail", id: "cmp-detail", hidden: "" });
   const lossBox = h("div", { class: "cmp-losses", id: "cmp-losses", hidden: "" });
   const losses = new LossCurves(lossBox, ctx.state);
@@ -66,7 +75,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     first,
     h("div", { class: "cmp-main" },
       h("aside", { class: "cmp-side" }, h("div", { class: "cmp-side-head" }, h("b", {}, "modules"), " colour by ", colorSel), treeBox, lossBox),
-      h("section", { class: "cmp-body" }, filters, status, tableBox, pager, unmatched)),
+      h("section", { class: "cmp-body" }, h("div", { class: "cmp-body-head" }, modes), tablePart, sides.el)),
     detail,
   );
 
@@ -119,7 +128,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     dirToggle.replaceChildren(...[["", "both"], ["forward", "forward"], ["backward", "backward"]].map(([v, label]) => {
       const b = h("button", { type: "button", "data-direction": v ?? "" }, label ?? "");
       b.classList.toggle("selected", q.direction === v);
-      b.addEventListener("click", () => { q.direction = v ?? ""; q.offset = 0; renderBar(); void loadTree(); void loadRows(); });
+      b.addEventListener("click", () => { q.direction = v ?? ""; q.offset = 0; renderBar(); void loadTree(); void loadRows(); sides.setDirection(q.direction); });
       return b;
     }));
     const shown = new Set(shownMetrics());
@@ -136,32 +145,73 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       });
       return h("label", {}, box, m);
     }));
+    renderModes();
     colorSel.replaceChildren(h("option", { value: "verdict" }, "verdict"), ...c.metrics.map((m) => h("option", { value: m }, m)));
     colorSel.value = colorBy;
   }
 
-  function renderFirst(): void {
+  function renderModes(): void {
     const c = info();
-    const row = summary?.first_divergence_row ?? null;
-    if (!c) return first.replaceChildren();
-    if (!row) {
-      first.className = "cmp-first agree";
-      first.replaceChildren(h("b", {}, "No divergence: "), `every compared op stays within the error its dtypes explain (${c.counts.warning ?? 0} warnings).`);
-      return;
+    const differ = (c?.counts.unmatched ?? 0) > 0;
+    modes.replaceChildren(...([["table", "table"], ["sides", differ ? "side by side ⚠" : "side by side"]] as const).map(([m, label]) => {
+      const b = h("button", { type: "button", "data-mode": m }, label);
+      if (m === "sides") b.title = differ ? "the two runs' structures differ: see both op traces side by side" : "both op traces side by side, grouped by module";
+      b.classList.toggle("selected", mode === m);
+      b.addEventListener("click", () => setMode(m));
+      return b;
+    }));
+  }
+
+  function setMode(m: "table" | "sides"): void {
+    mode = m;
+    tablePart.hidden = m !== "table";
+    sides.el.hidden = m !== "sides";
+    if (m === "sides" && sidesFor !== name && summary) {
+      sidesFor = name;
+      sides.open(name, summary.comparison.bench, summary.comparison.target, q.direction);
     }
-    first.className = "cmp-first diverged";
-    const open = h("button", { type: "button", id: "cmp-first-open" }, "inspect");
-    open.addEventListener("click", () => void select(row));
-    const advice = c.advice.filter((a) => a.row === row.position || a.row === null).concat(c.advice.filter((a) => a.row !== null && a.row !== row.position));
-    first.replaceChildren(
-      h("div", { class: "cmp-first-head" },
-        h("span", { class: "cmp-first-label" }, "First divergence"),
-        h("span", { class: "cmp-first-op" }, `${row.op} [${row.direction}] ${row.tensor}`),
-        h("span", { class: "muted" }, ` in ${row.module_path || "<root>"} · row ${row.position}${c.ranks.length > 1 ? ` · rank ${String(row.rank)}` : ""}`),
-        open),
-      h("div", { class: "cmp-first-reason" }, row.reason),
-      ...advice.slice(0, 3).map((a) => h("div", { class: "cmp-first-advice" }, h("b", {}, `${a.mechanism}: `), a.evidence)),
-    );
+    renderModes();
+  }
+
+  /** Show row `position` in the side-by-side trace (both directions if it may be hidden). */
+  async function locate(row: { position: number; direction?: string }): Promise<void> {
+    if (q.direction && q.direction !== row.direction) {
+      q.direction = "";
+      q.offset = 0;
+      renderBar();
+      void loadTree();
+      void loadRows();
+      sides.setDirection("");
+    }
+    setMode("sides");
+    await sides.jump(row.position);
+  }
+
+  /** Show row `position` in the table: filters cleared, execution order, its page. */
+  async function showInTable(row: Row): Promise<void> {
+    Object.assign(q, { verdicts: new Set(), direction: "", op: "", module: "", modulePrefix: null, match: "all", rangeMetric: "", min: "", max: "", sort: null, desc: false });
+    q.offset = Math.floor(row.position / PAGE) * PAGE;
+    setMode("table");
+    renderBar();
+    renderFilters();
+    sides.setDirection("");
+    await Promise.all([loadRows(), loadTree()]);
+    tableBox.querySelector(`tr[data-position="${row.position}"]`)?.scrollIntoView({ block: "center" });
+  }
+
+  async function selectPosition(position: number): Promise<void> {
+    // no filters, execution order: the row at offset `position` is row `position`
+    const page = await getJson<RowPage>(`${API}/rows`, { name, offset: position, limit: 1 });
+    const row = page.rows[0];
+    if (row && row.position === position && !disposed) await select(row);
+  }
+
+  function renderFirst(): void {
+    renderFirstDivergence(first, summary, {
+      inspect: (row) => void select(row),
+      locate: (row) => void locate(row),
+      sides: () => setMode("sides"),
+    });
   }
 
   function renderFilters(): void {
@@ -213,22 +263,23 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
 
   async function loadRows(): Promise<void> {
     if (!summary) return;
-    const want = name;
+    const seq = ++rowsSeq; // a slower, older answer must not replace a newer one
     let page: RowPage;
     try {
       page = await getJson<RowPage>(`${API}/rows`, params());
     } catch (err) {
+      if (seq !== rowsSeq) return;
       status.textContent = String(err instanceof Error ? err.message : err);
       status.classList.add("error-text");
       return;
     }
-    if (want !== name || disposed) return;
+    if (seq !== rowsSeq || disposed) return;
     status.classList.remove("error-text");
     const from = page.matched ? page.offset + 1 : 0;
     const to = page.offset + page.rows.length;
     status.textContent = `rows ${from}–${to} of ${page.matched} shown (${page.total} in the comparison)`;
     renderTable(tableBox, page.rows, {
-      metrics: shownMetrics(), higher: higher(), ranges: summary.metric_ranges, sort: q.sort, desc: q.desc,
+      metrics: shownMetrics(), budget: summary.comparison.profile === "budget", higher: higher(), ranges: summary.metric_ranges, sort: q.sort, desc: q.desc,
       firstDivergence: summary.comparison.first_divergence, selected,
       onSort: (col) => {
         if ((q.sort ?? "position") === col) q.desc = !q.desc;
@@ -259,7 +310,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     }
     const items = [...groups.values()].map((rs) => {
       const r = rs[0] as Row;
-      const li = h("li", { "data-position": String(r.position) },
+      const go = h("button", { type: "button", class: "cmp-locate", title: "show it in the side-by-side op traces" }, "↔");
+      go.addEventListener("click", (ev) => { ev.stopPropagation(); void locate(r); });
+      const li = h("li", { "data-position": String(r.position) }, go, " ",
         h("span", { class: "mono" }, `${r.op} [${r.direction}]`),
         h("span", { class: "muted" }, ` ${rs.map((x) => x.tensor).join(", ")} in ${r.module_path || "<root>"} — `),
         r.reason);
@@ -267,9 +320,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       return li;
     });
     const more = page.matched > page.rows.length ? ` (first ${page.rows.length} tensors listed; filter the table by "unmatched" for all)` : "";
+    const sbs = h("button", { type: "button", id: "cmp-unmatched-sides" }, "see both traces side by side");
+    sbs.addEventListener("click", () => setMode("sides"));
     const box = h("details", {}, h("summary", {}, h("b", {}, `Unmatched: ${page.matched} tensors of ${groups.size}${more ? "+" : ""} ops`), more), h("ul", {}, ...items));
     box.open = groups.size <= 10;
-    unmatched.replaceChildren(box);
+    unmatched.replaceChildren(box, h("div", { class: "cmp-unmatched-sides" }, "The two runs' structures differ: ", sbs));
   }
 
   async function loadTree(): Promise<void> {
@@ -282,7 +337,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     openScopes ??= visibleTree(tree);
     renderTree(treeBox, tree, {
       colorBy, range: summary.metric_ranges[colorBy] ?? null, higherIsBetter: higher().has(colorBy),
-      selected: q.modulePrefix, onSelect: (path) => void selectScope(path),
+      selected: q.modulePrefix,
+      onSelect: (path, node) => {
+        void selectScope(path);
+        if (mode === "sides" && path !== null && node.first_position >= 0) void sides.jump(node.first_position);
+      },
     }, openScopes);
   }
 
@@ -299,7 +358,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     tableBox.querySelector(`tr[data-position="${row.position}"]`)?.classList.add("selected");
     detail.hidden = false;
     try {
-      await renderDetail(detail, name, row, () => { detail.hidden = true; selected = null; tableBox.querySelector("tr.selected")?.classList.remove("selected"); });
+      await renderDetail(detail, name, row, {
+        close: () => { detail.hidden = true; selected = null; tableBox.querySelector("tr.selected")?.classList.remove("selected"); },
+        locate: () => void locate(row),
+        table: () => void showInTable(row),
+      });
     } catch (err) {
       detail.append(h("p", { class: "error-text" }, String(err instanceof Error ? err.message : err)));
     }
@@ -308,6 +371,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   async function open(next: string): Promise<void> {
     name = next;
     selected = null;
+    sidesFor = "";
     openScopes = null;
     detail.hidden = true;
     Object.assign(q, { verdicts: new Set(), op: "", module: "", modulePrefix: null, match: "all", rangeMetric: "", min: "", max: "", sort: null, desc: false, offset: 0 });
@@ -316,6 +380,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     renderBar();
     renderFirst();
     renderFilters();
+    setMode(mode);
     await Promise.all([loadRows(), loadTree(), loadUnmatched()]);
   }
 
@@ -349,6 +414,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     dispose: () => {
       disposed = true;
       losses.dispose();
+      sides.dispose();
     },
   };
 }

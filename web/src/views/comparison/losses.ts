@@ -45,6 +45,7 @@ export class LossCurves {
       this.el.replaceChildren(h("div", { class: "cmp-side-head" }, h("b", {}, "loss curves"), h("span", { class: "muted", id: "cmp-loss-tag" })));
       this.chart = new LineChart(this.el, { xKind: "step", yLog: false, xRange: null, yRange: null, axisLabels: ["", ""] }, 150);
       this.chart.canvas.id = "cmp-loss";
+      this.el.append(h("div", { class: "cmp-loss-legend", id: "cmp-loss-legend" }));
     }
     const tagLabel = this.el.querySelector("#cmp-loss-tag");
     if (tagLabel) tagLabel.textContent = ` ${tag}`;
@@ -56,6 +57,14 @@ export class LossCurves {
       label: s.run, color: this.state.color(s.run), x: s.step ?? [], y: s.value.map(toNumber), axis: 0 as const,
     })));
     this.chart.canvas.dataset.series = String(series.length);
+    // curves that agree draw on top of each other: name every run and its last value
+    const legend = this.el.querySelector("#cmp-loss-legend");
+    legend?.replaceChildren(...series.map((s) => {
+      const swatch = h("span", { class: "cmp-loss-swatch" });
+      swatch.style.background = this.state.color(s.run);
+      const last = s.value.length ? toNumber(s.value[s.value.length - 1] ?? null) : Number.NaN;
+      return h("div", { title: s.run }, swatch, `${s.run} `, h("span", { class: "muted" }, Number.isFinite(last) ? `last ${last.toPrecision(4)}` : ""));
+    }));
   }
 
   dispose(): void {

@@ -1,4 +1,9 @@
-// Colour scales of the comparison view: per-metric "badness" in [0, 1] on a log scale.
+// Colour scales of the comparison view. The rule (docs/guide/board.md, "Colours"): a colour
+// never says more than the verdict. Cells of passing rows stay white; in warning rows they
+// shade towards amber, in error rows towards red, by the metric's "badness" in [0, 1] (where
+// the value sits between the best and the worst value of that metric in this comparison, on
+// a log scale). The err/budget column is coloured on an absolute scale: within budget white,
+// 1000x over budget full strength.
 import { toNumber } from "../../api/client";
 import type { JsonNumber } from "../../api/types";
 
@@ -34,7 +39,45 @@ export function badness(
   return Math.min(1, Math.max(0, b));
 }
 
-/** Background colour for a badness value: white .. amber .. red. */
+/** Largest strength each verdict allows (0: no colour at all). */
+export const VERDICT_STRENGTH: Record<string, number> = { pass: 0, warning: 0.55, error: 1 };
+const VERDICT_HUE: Record<string, number> = { warning: 40, error: 0 };
+
+/** Cell fill: the row's verdict picks the hue and caps the strength; `b` (badness) shades it. */
+export function verdictTint(verdict: string, b: number | null): string {
+  const cap = VERDICT_STRENGTH[verdict] ?? 0;
+  if (b === null || cap === 0) return "transparent";
+  const t = Math.min(1, Math.max(0, b)) * cap;
+  if (t === 0) return "transparent";
+  const hue = VERDICT_HUE[verdict] ?? 0;
+  return `hsl(${hue} 90% ${(97 - 37 * t).toFixed(0)}%)`;
+}
+
+/** Badness of an error/budget ratio on an absolute scale: 0 within budget, 1 at 1000x over. */
+export function ratioBadness(ratio: JsonNumber | null | undefined): number | null {
+  if (ratio === null || ratio === undefined) return null;
+  const r = toNumber(ratio);
+  if (Number.isNaN(r)) return null;
+  if (r <= 1) return 0;
+  if (!Number.isFinite(r)) return 1;
+  return Math.min(1, Math.max(0.2, Math.log10(r) / 3));
+}
+
+/** Module-tree chip for a scope coloured by a metric: pale green for passing scopes. */
+export function chipTint(verdict: string, b: number | null): string {
+  if (b === null) return "#ddd";
+  if ((VERDICT_STRENGTH[verdict] ?? 0) === 0) return "#d9efdf";
+  const t = verdictTint(verdict, Math.max(0.25, b));
+  return t === "transparent" ? "#d9efdf" : t;
+}
+
+/** An error/budget ratio as text ("∞" when the budget is zero). */
+export function fmtRatio(value: JsonNumber | null | undefined): string {
+  if (value !== null && value !== undefined && toNumber(value) === Number.POSITIVE_INFINITY) return "∞";
+  return fmt(value);
+}
+
+/** Background colour for a badness value: white .. amber .. red (no verdict cap). */
 export function badnessColor(b: number | null): string {
   if (b === null) return "transparent";
   const hue = 48 - 48 * b;

@@ -1,7 +1,7 @@
 // The module overlay: the op trace grouped by module hierarchy, each scope coloured by its
 // worst child (verdict or the chosen metric); clicking a scope filters the table to it.
 import { h } from "../../core/state";
-import { badness, badnessColor, fmtMetric, VERDICT_COLORS } from "./scale";
+import { badness, chipTint, fmtMetric, VERDICT_COLORS } from "./scale";
 import type { ModuleNode } from "./types";
 
 /** Scopes opened at first: the root's children and every scope on the way to a non-pass row. */
@@ -20,7 +20,7 @@ export interface TreeOptions {
   range: [number, number] | null;
   higherIsBetter: boolean;
   selected: string | null;
-  onSelect: (path: string | null) => void;
+  onSelect: (path: string | null, node: ModuleNode) => void;
 }
 
 function chip(n: ModuleNode, o: TreeOptions): HTMLElement {
@@ -30,8 +30,8 @@ function chip(n: ModuleNode, o: TreeOptions): HTMLElement {
     color = VERDICT_COLORS[n.verdict] ?? "#999";
     title = `worst verdict: ${n.verdict}`;
   } else {
-    color = n.value === null ? "#ddd" : badnessColor(badness(n.value, o.colorBy, o.range, o.higherIsBetter));
-    title = `worst ${o.colorBy}: ${fmtMetric(o.colorBy, n.value)}`;
+    color = n.value === null ? "#ddd" : chipTint(n.verdict, badness(n.value, o.colorBy, o.range, o.higherIsBetter));
+    title = `worst ${o.colorBy}: ${fmtMetric(o.colorBy, n.value)} (worst verdict: ${n.verdict}; passing scopes stay pale green)`;
   }
   const el = h("span", { class: "cmp-chip", title });
   el.style.background = color;
@@ -55,7 +55,7 @@ export function renderTree(el: HTMLElement, root: ModuleNode, o: TreeOptions, op
     label.title = n.path || "every row";
     label.addEventListener("click", (ev) => {
       ev.preventDefault();
-      o.onSelect(n.path === "" || o.selected === n.path ? null : n.path);
+      o.onSelect(n.path === "" || o.selected === n.path ? null : n.path, n);
     });
     if (!n.children.length) return h("li", { class: "leaf" }, label);
     const details = h("details", {}, h("summary", {}, label));

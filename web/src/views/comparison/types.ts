@@ -44,13 +44,24 @@ export interface Row {
   error: Num;
   input_error: Num;
   error_gain: Num;
+  budget: Num;
+  budget_ratio: Num;
   mechanism: string | null;
   [column: string]: unknown;
+}
+
+export interface Upstream {
+  count: number;
+  position: number | null;
+  op: string;
+  module_path: string;
+  side: string;
 }
 
 export interface SummaryResponse {
   comparison: ComparisonInfo;
   first_divergence_row: Row | null;
+  upstream: Upstream | null;
   metric_ranges: Record<string, [number, number] | null>;
   ops: string[];
 }
@@ -117,4 +128,46 @@ export interface ReplayInfo {
   bench_vs_float64: JsonNumber;
   target_vs_replay: JsonNumber;
   op_explains_error: boolean;
+}
+
+export interface SideOp {
+  index: number | null;
+  op: string;
+  dtype: string | null;
+  shape: number[] | null;
+  tensors: number;
+}
+
+export interface TraceLine {
+  line: number;
+  id: number;
+  kind: "direction" | "scope" | "op";
+  depth: number;
+  label: string;
+  path: string;
+  direction: string;
+  status: string; // op: matched | bench | target | partial; header: same | differs
+  side: "both" | "bench" | "target";
+  verdict: string;
+  position: number;
+  rows: number;
+  ops: number;
+  counts: Record<string, number>;
+  folded: boolean;
+  bench: SideOp | null;
+  target: SideOp | null;
+  match: string;
+  moved: boolean;
+  reason: string;
+}
+
+export interface TracePage {
+  total: number;
+  offset: number;
+  lines: TraceLine[];
+  focus: number | null;
+  toggles: number[];
+  diffs: number[];
+  diffs_truncated: boolean;
+  counts: Record<string, number>;
 }
