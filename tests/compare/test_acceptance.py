@@ -99,6 +99,9 @@ def dumps(tmp_path_factory):
     model.blocks[1].ln2.eps = 1.0
     out["lneps"] = _capture(root / "lneps", model, x)
     model.blocks[1].ln2.eps = 1e-5
+    ln2, model.blocks[1].ln2 = model.blocks[1].ln2, torch.nn.Identity()
+    out["noln"] = _capture(root / "noln", model, x)  # a module missing from the target
+    model.blocks[1].ln2 = ln2
     torch.manual_seed(1)
     bw = _BackwardBugModel()
     xb = torch.randn(4, 8)
@@ -133,6 +136,26 @@ def test_layernorm_eps_bug_is_the_first_divergence(dumps):
     assert "layer_norm" in first.op
     earlier = [r for r in result.rows if r.direction == "forward" and r.index < first.index]
     assert all(r.verdict != "error" for r in earlier)
+
+
+def test_a_missing_module_is_named_in_the_first_divergence(dumps):
+    result = compare(dumps["fp32"], dumps["noln"])
+    first = result.first_divergence
+    assert first is not None
+    assert first.direction == "forward"
+    assert "ran on one side only before it" in first.reason
+    assert "native_layer_norm.default in TinyTransformer.blocks.1.ln2" in first.reason
+    assert "a parameter or model input differs" not in first.reason
+    one_sided = [r for r in result.rows if r.match == "unmatched" and r.shape_target is None]
+    assert any(r.module_path.endswith("blocks.1.ln2") for r in one_sided)
+
+
+def test_a_divergence_with_equal_inputs_says_it_starts_there(dumps):
+    first = compare(dumps["fp32"], dumps["lneps"]).first_divergence
+    assert first is not None
+    assert "gain xinf" not in first.reason
+    if first.input_error == 0:
+        assert "its inputs agree" in first.reason
 
 
 def test_backward_only_bug_is_found_in_backward(dumps):

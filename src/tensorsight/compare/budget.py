@@ -22,8 +22,10 @@ Two profiles judge the rows of one op at a time (its input rows and output rows)
     of a piecewise op such as relu or max whose forward already differs: branch flips). An
     output within budget whose inherited error is large (``e > 0.1``) is a ``warning``. An
     input whose error exceeds rounding plus every error seen so far (a parameter or a model
-    input that differs) is an ``error`` too. Discrete outputs (integers, bools) that differ
-    while their inputs differ are ``warning``.
+    input that differs) is an ``error`` too; its reason names the first op that ran on one side
+    only before it, if any (a missing or extra module changes what later ops receive; dtype
+    casts are not counted, autocast adds them by design). Discrete outputs (integers, bools)
+    that differ while their inputs differ are ``warning``.
 
 ``classic``
     msprobe-style fixed thresholds: ``error`` when cosine < 0.99, rel. Euclidean > 0.05 or
@@ -67,6 +69,11 @@ _MATMUL = ("mm", "matmul", "linear", "addmm", "bmm", "baddbmm", "einsum", "conv"
 _CENTRING = ("layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "layernorm")
 _ADDITIVE = ("add", "sub", "sum", "mean", "cumsum", "var", "std", "norm")
 _PIECEWISE = ("relu", "threshold", "max", "min", "hardtanh", "clamp", "where", "dropout", "sign")
+# dtype conversions: one-sided in every autocast run, so not a structural difference
+_CASTS = (
+    "_to_copy", "aten.to.", "convert_element_type", "type_as", "Tensor.to.", "Tensor.float.",
+    "Tensor.half.", "Tensor.bfloat16.", "Tensor.double.", "Tensor.type.", "npu_format_cast",
+)  # fmt: skip
 _EXPLIKE = ("exp", "softmax", "sigmoid", "tanh", "silu", "gelu", "elu", "erf", "pow", "log")
 
 
@@ -169,6 +176,21 @@ class JudgeState:
 
     max_error_seen: float = 0.0
     forward_error: dict[str, float] = field(default_factory=dict)
+    # "op in module" of every op (dtype casts excepted) that ran on one side only so far
+    one_sided: list[str] = field(default_factory=list)
+
+    def note_one_sided(self, op: str, rows: Sequence[OpComparison]) -> None:
+        """Remember ``op`` when every row of it exists on one side only (and it is no cast)."""
+        if not rows or any(r.match != "unmatched" for r in rows):
+            return
+        if not (
+            all(r.shape_bench is None for r in rows) or all(r.shape_target is None for r in rows)
+        ):
+            return  # a tensor of each side, unmatched for another reason (e.g. mapping)
+        if any(c in op for c in _CASTS):
+            return
+        where = rows[0].module_path
+        self.one_sided.append(f"{op} in {where}" if where else op)
 
     def forward_keys(self, row: OpComparison) -> list[str]:
         """Keys linking a backward row to the forward op it differentiates."""
@@ -258,6 +280,7 @@ class BudgetProfile:
         state: JudgeState,
     ) -> tuple[list[OpComparison], list[OpComparison]]:
         """Judge one op's rows; updates ``state.max_error_seen``."""
+        state.note_one_sided(op, [*inputs, *outputs])
         dtypes = [d for r in (*inputs, *outputs) for d in (r.dtype_bench, r.dtype_target)]
         u_low = max((unit_roundoff(d) for d in dtypes), default=0.0)
         judged_in = [self._judge_input(r, state) for r in inputs]
@@ -284,7 +307,16 @@ class BudgetProfile:
         budget = self.safety * (u + state.max_error_seen)
         if e > budget and e > 0:
             what = "Output of an op without inputs" if produced else "Input"
-            hint = "the op itself differs" if produced else "a parameter or model input differs"
+            if produced:
+                hint = "the op itself differs"
+            elif state.one_sided:
+                n = len(state.one_sided)
+                hint = (
+                    f"{n} op{'s' if n > 1 else ''} ran on one side only before it (first: "
+                    f"{state.one_sided[0]}), so the runs' structures differ"
+                )
+            else:
+                hint = "a parameter or model input differs"
             reason = (
                 f"{what} differs by {_fmt(e)} but rounding and every earlier op explain at most "
                 f"{_fmt(budget)}: {hint}."
@@ -348,10 +380,11 @@ class BudgetProfile:
                 f"piecewise op whose forward already differs by {_fmt(saved)}: branch flips."
             )
             return row.with_verdict(Verdict("warning", reason, budget, e))
-        reason = (
-            f"Error {_fmt(e)} exceeds budget {_fmt(budget)}: this op adds error "
-            f"(inputs differ by {_fmt(e_in)}, gain x{_fmt(gain)})."
-        )
+        if e_in > 0:
+            why = f"inputs differ by {_fmt(e_in)}, gain x{_fmt(gain)}"
+        else:
+            why = "its inputs agree, so the difference starts here"
+        reason = f"Error {_fmt(e)} exceeds budget {_fmt(budget)}: this op adds error ({why})."
         return row.with_verdict(Verdict("error", reason, budget, e))
 
 
