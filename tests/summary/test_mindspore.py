@@ -205,3 +205,24 @@ def test_broken_graph_file_is_a_problem(tmp_path):
     with pytest.warns(UserWarning, match="not a MindSpore ModelProto"):
         log = read_logdir(tmp_path)
     assert log.tags(".")["graphs"] == []
+
+
+def test_real_lineage_file_written_by_mindspore():
+    """tests/fixtures/mindspore: written by MindSpore 2.10.0's SummaryCollector (see the script)."""
+    from tests.conftest import ROOT
+
+    log = read_logdir(ROOT / "tests" / "fixtures" / "mindspore")
+    (dg,) = log.data_graphs(".", "dataset_graph")
+    assert [n["type"] for n in dg.nodes] == ["Repeat", "Batch", "Shuffle", "Map", "GeneratorDataset"]
+    # data flows from the source up to the outermost op
+    assert dg.edges[0] == ("0.0.0.0.0", "0.0.0.0")
+    assert len(dg.edges) == 4
+    batch = dg.nodes[1]["params"]
+    assert (batch["batch_size"], batch["drop_remainder"]) == (16, True)
+    assert dg.nodes[3]["params"]["operations"][0]["tensor_op_name"] == "TypeCast"
+    (train,) = log.hparams(".", "lineage/train")
+    assert train.hparams["optimizer"] == "Momentum"
+    assert train.hparams["batch_size"] == 16
+    graph = log.graph(".")
+    assert graph is not None
+    assert any(n.op == "ApplyMomentum" for n in graph.nodes)
