@@ -36,6 +36,7 @@ __all__ = ["auxiliary_nodes", "is_gradient_or_optimizer_name", "is_parameter_upd
 
 _SCOPE_RE = re.compile(r"(^|/)([Gg]radients|[Oo]ptimizer)[^/]*/")
 _OP_RE = re.compile(r"Grad$|Backward|_backward")
+_CHEAP = ("radients", "ptimizer", "Grad", "ackward")  # one of these is in every name rule 1 hides
 _MS_UPDATE_RE = re.compile(r"^(Assign(Add|Sub)?|Apply[A-Z]\w*)$")
 _PARAMETER_OPS = frozenset({"Parameter"})
 _NEVER_HIDDEN = frozenset({"IO Node"})
@@ -43,6 +44,8 @@ _NEVER_HIDDEN = frozenset({"IO Node"})
 
 def is_gradient_or_optimizer_name(path: str, op: str) -> bool:
     """Rule 1: the node's scoped name or op type says it is a gradient or optimizer node."""
+    if not any(c in path or c in op for c in _CHEAP):  # most nodes: no regex needed
+        return False
     return bool(_SCOPE_RE.search(path) or _OP_RE.search(op) or _OP_RE.search(path))
 
 
@@ -54,13 +57,15 @@ def _op_name(op: str) -> str:
     return name
 
 
-def is_parameter_update(op: str, input_ops: Sequence[str]) -> bool:
-    """Rule 2: an in-place op or MindSpore update op with a ``Parameter`` input."""
-    if not any(o in _PARAMETER_OPS for o in input_ops):
-        return False
+def _is_update_op(op: str) -> bool:
     name = _op_name(op)
     in_place = name.endswith("_") and not name.endswith("__") and len(name) > 1
     return in_place or bool(_MS_UPDATE_RE.match(name))
+
+
+def is_parameter_update(op: str, input_ops: Sequence[str]) -> bool:
+    """Rule 2: an in-place op or MindSpore update op with a ``Parameter`` input."""
+    return _is_update_op(op) and any(o in _PARAMETER_OPS for o in input_ops)
 
 
 def auxiliary_nodes(
@@ -95,7 +100,9 @@ def auxiliary_nodes(
     for i in range(n):
         if ops[i] in _NEVER_HIDDEN:
             continue
-        if is_parameter_update(ops[i], [ops[j] for j in inputs[i] if 0 <= j < n]):
+        if _is_update_op(ops[i]) and any(
+            0 <= j < n and ops[j] in _PARAMETER_OPS for j in inputs[i]
+        ):
             hidden[i] = updates = True
         elif is_gradient_or_optimizer_name(paths[i], ops[i]):
             hidden[i] = True
