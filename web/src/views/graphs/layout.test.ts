@@ -83,6 +83,12 @@ describe("nested layout", () => {
     layout.run([...boxes, box("g", null)], clusters, [...edges, { from: "f", to: "g" }]);
     expect(layout.laidOut).toBe(1);
   });
+  it("gives an empty scope a finite size", () => {
+    const laid = new NestedLayout().run([box("a", null)], [{ id: "E", parent: null, minWidth: 50 }], []);
+    const e = laid.node("E");
+    expect(e && Number.isFinite(e.width) && Number.isFinite(e.height) && Number.isFinite(e.x)).toBe(true);
+    expect(Number.isFinite(laid.width)).toBe(true);
+  });
   it("lays out a level with hundreds of ops (dagre's fast paths) without overlaps", () => {
     const n = 400;
     const boxes = Array.from({ length: n }, (_, i) => box(`n${i}`, "S"));

@@ -110,7 +110,9 @@ function laySimple(kids: { id: string; width: number; height: number }[], pairs:
   const edges = new Map<string, Point[]>();
   for (const e of g.edges()) edges.set(`${e.v}\u0000${e.w}`, (g.edge(e) as { points?: Point[] }).points ?? []);
   const gl = g.graph();
-  return { width: gl.width ?? 0, height: gl.height ?? 0, pos, edges };
+  // an empty level (dagre answers -Infinity) is an empty box
+  const size = (v: number | undefined): number => (v !== undefined && Number.isFinite(v) ? v : 2 * margin);
+  return { width: size(gl.width), height: size(gl.height), pos, edges };
 }
 
 export class NestedLayout {
