@@ -1,7 +1,10 @@
 """Logs for the model views' browser tests, written with ``tensorsight.SummaryWriter``.
 
-A small transformer's graph recorded under bf16 autocast, bf16 tensors over three steps
-(with NaN/+Inf at the last one) and a DataLoader pipeline; served once per session.
+``model_board``, run ``bf16``: a small transformer's graph recorded under bf16 autocast, bf16
+tensors over three steps (with NaN/+Inf at the last one) and a DataLoader pipeline.
+``training_board``, run ``train``: one whole training step (forward, backward, SGD with
+momentum) recorded with ``add_graph``; run ``onnx``: the transformer exported by
+``torch.onnx.export`` and a corrupt ``.onnx`` file. Each is served once per session.
 """
 
 from __future__ import annotations
@@ -36,6 +39,50 @@ def write_model_logs(logdir: Path) -> None:
         w.add_data_graph("train_pipeline", loader)
 
 
+def write_model_files(logdir: Path) -> None:
+    """The transformer exported to ONNX, and a corrupt ``.onnx`` file beside it."""
+    import warnings
+
+    import torch
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0)
+    model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    logdir.mkdir(parents=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
+        torch.onnx.export(model, (torch.randn(2, 8, 32),), str(logdir / "encoder.onnx"),
+                          dynamo=False)  # fmt: skip
+    (logdir / "broken.onnx").write_bytes(b"\x08\x07\x12\xff\xff not a model")
+
+
+def write_training_step(logdir: Path) -> None:
+    """add_graph of a module whose forward is one SGD step with momentum."""
+    import torch
+
+    from tensorsight import SummaryWriter
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+    class TrainStep(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, x, y):
+            with torch.enable_grad():
+                opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(self.net(x), y)
+                loss.backward()
+                opt.step()
+            return loss.detach()
+
+    with SummaryWriter(str(logdir)) as w:
+        w.add_graph(TrainStep(), (torch.randn(3, 4), torch.tensor([0, 1, 1])))
+
+
 @pytest.fixture(scope="session")
 def model_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from tensorsight.data import LogdirProvider
@@ -43,4 +90,18 @@ def model_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     logdir = tmp_path_factory.mktemp("model-logs")
     write_model_logs(logdir)
     with board_server(LogdirProvider(logdir)) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def training_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Runs ``train`` (a recorded training step) and ``onnx`` (model files, one corrupt)."""
+    from tensorsight.data import LogdirProvider
+
+    logdir = tmp_path_factory.mktemp("training-logs")
+    write_training_step(logdir / "train")
+    write_model_files(logdir / "onnx")
+    with pytest.warns(UserWarning, match="broken.onnx"):
+        provider = LogdirProvider(logdir)
+    with board_server(provider) as url:
         yield url

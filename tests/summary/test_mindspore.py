@@ -200,8 +200,57 @@ def test_mindspore_and_tensorboard_files_in_one_logdir(tmp_path):
     assert log.scalars("tb", "loss").values.tolist() == [0.5]
 
 
-def test_broken_graph_file_is_a_problem(tmp_path):
+def test_broken_graph_file_is_listed_with_the_reason(tmp_path):
     (tmp_path / "ms_output_bad.pb").write_bytes(b"\xff\xff\xff\xff")
     with pytest.warns(UserWarning, match="not a MindSpore ModelProto"):
         log = read_logdir(tmp_path)
-    assert log.tags(".")["graphs"] == []
+    assert log.tags(".")["graphs"] == ["ms_output_bad"]
+    g = log.graph(".", "ms_output_bad")
+    assert g is not None
+    assert g.nodes == ()
+    assert "not a MindSpore ModelProto" in g.error
+
+
+def test_any_pb_file_is_tried_as_a_mindspore_graph(shared_data, tmp_path):
+    """MindSpore users rename their graph files; a .pb that is no ModelProto says so."""
+    run = tmp_path / "exp"
+    run.mkdir()
+    (run / "lenet.pb").write_bytes((shared_data / MS_DIR / "ms_output_optimize.pb").read_bytes())
+    (run / "saved_model.pb").write_bytes(b"")  # e.g. TensorFlow's: no MindSpore graph nodes
+    with pytest.warns(UserWarning, match="saved_model.pb"):
+        log = read_logdir(tmp_path)
+    assert log.runs == ["exp"]
+    assert log.tags("exp")["graphs"] == ["lenet", "saved_model"]
+    original = read_logdir(shared_data / MS_DIR).graph(".", "ms_output_optimize")
+    assert [n.name for n in log.graph("exp", "lenet").nodes] == [n.name for n in original.nodes]
+    assert "no graph nodes" in log.graph("exp", "saved_model").error
+    # the file is fixed: the next reload reads it again
+    (run / "saved_model.pb").write_bytes((run / "lenet.pb").read_bytes())
+    log.reload()
+    assert log.graph("exp", "saved_model").error == ""
+
+
+def test_real_lineage_file_written_by_mindspore():
+    """tests/fixtures/mindspore: written by MindSpore 2.10.0's SummaryCollector (see the script)."""
+    from tests.conftest import ROOT
+
+    log = read_logdir(ROOT / "tests" / "fixtures" / "mindspore")
+    (dg,) = log.data_graphs(".", "dataset_graph")
+    types = [n["type"] for n in dg.nodes]
+    assert types == ["Repeat", "Batch", "Shuffle", "Map", "GeneratorDataset"]
+    # data flows from the source up to the outermost op
+    assert dg.edges[0] == ("0.0.0.0.0", "0.0.0.0")
+    assert len(dg.edges) == 4
+    batch = dg.nodes[1]["params"]
+    assert (batch["batch_size"], batch["drop_remainder"]) == (16, True)
+    mapping = dg.nodes[3]["params"]
+    # MindSpore JSON-encodes these strings; they are decoded
+    assert mapping["input_columns"] == ["label"]
+    assert mapping["operations"][0]["tensor_op_name"] == "TypeCast"
+    assert mapping["operations"][0]["tensor_op_params"] == {"data_type": "int32"}
+    (train,) = log.hparams(".", "lineage/train")
+    assert train.hparams["optimizer"] == "Momentum"
+    assert train.hparams["batch_size"] == 16
+    graph = log.graph(".")
+    assert graph is not None
+    assert any(n.op == "ApplyMomentum" for n in graph.nodes)

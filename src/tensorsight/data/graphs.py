@@ -1,9 +1,9 @@
 """Result types for the board's model views: computational graphs and data-pipeline graphs.
 
 These are what :meth:`DataProvider.read_graph` and :meth:`DataProvider.read_data_graphs`
-return (SCHEMA_VERSION 1). They do not depend on the file format the graph came from: a
-graph written by ``SummaryWriter.add_graph`` (ATen ops with module scopes, shapes and
-dtypes), a TensorBoard ``GraphDef`` from torch or tensorboardX, or a MindSpore ANF graph.
+return. They do not depend on the file format the graph came from: a graph written by
+``SummaryWriter.add_graph`` (ATen ops with module scopes, shapes and dtypes), a TensorBoard
+``GraphDef`` from torch or tensorboardX, a MindSpore ANF graph, or an ONNX model file.
 """
 
 from __future__ import annotations
@@ -55,11 +55,14 @@ class ModelGraph:
 
     Attributes:
         run: Run name.
-        tag: Graph tag (``"graph"`` for ``add_graph``).
-        source: Format it was read from (``"tensorsight"``, ``"tensorboard"``, ``"mindspore"``).
+        tag: Graph tag (``"graph"`` for ``add_graph``; the file name for a model file).
+        source: Format it was read from (``"tensorsight"``, ``"tensorboard"``,
+            ``"mindspore"``, ``"onnx"``).
         step: Step it was written at (0 when the format has none).
         wall_time: Seconds since the epoch.
         nodes: The nodes.
+        error: Why a graph file could not be read (``nodes`` is then empty); ``""`` when it
+            was read. Added in SCHEMA_VERSION 2.
     """
 
     run: str
@@ -68,8 +71,9 @@ class ModelGraph:
     step: int
     wall_time: float
     nodes: tuple[GraphNodeData, ...]
+    error: str = ""
 
-    SCHEMA_VERSION = 1
+    SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, eq=False)

@@ -236,7 +236,7 @@ class LogdirProvider(DataProvider):
             )
             for n in g.nodes
         )
-        graph = ModelGraph(run, tag, g.source, int(g.step), float(g.wall_time), nodes)
+        graph = ModelGraph(run, tag, g.source, int(g.step), float(g.wall_time), nodes, g.error)
         cache.clear()  # one graph at a time: they can be large
         cache[key] = graph
         return graph

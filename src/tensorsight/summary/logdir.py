@@ -5,7 +5,13 @@ A *run* is a folder holding event files, named by its path relative to the logdi
 
 * TensorBoard event files: ``*tfevents*`` (TensorFlow, torch.utils.tensorboard,
   tensorboardX, tensorsight's SummaryWriter),
-* MindSpore summaries ``*_MS``, lineage files ``*_lineage``, graphs ``ms_output_*.pb``.
+* MindSpore summaries ``*_MS``, lineage files ``*_lineage``, graphs ``*.pb`` (MindSpore
+  names them ``ms_output_*.pb``),
+* ONNX model files ``*.onnx``, read as the graph ``<file name>`` of the run whose folder
+  holds them (a folder holding only model files is a run too).
+
+A ``.pb`` or ``.onnx`` file that cannot be decoded is listed as a graph without nodes whose
+``error`` says why.
 
 :meth:`Logdir.reload` is incremental: it finds new runs and files, and reads only what
 was appended to each file since the last call (a truncated last record waits for the next
@@ -32,6 +38,7 @@ from tensorsight.summary.mindspore import (
     MindSporeLineageReader,
     MindSporeSummaryReader,
 )
+from tensorsight.summary.onnx_graph import OnnxGraphFile
 from tensorsight.summary.reader import Batch, CorruptRecordWarning, EventFileReader
 from tensorsight.summary.records import (
     KINDS,
@@ -55,15 +62,18 @@ SCHEMA_VERSION = 1
 
 def file_format(name: str) -> str | None:
     """Which reader handles a file name: ``"tensorboard"``, ``"ms_summary"``,
-    ``"ms_lineage"``, ``"ms_graph"``, or ``None`` for files that are not logs."""
+    ``"ms_lineage"``, ``"ms_graph"`` (any ``*.pb``), ``"onnx_graph"`` (``*.onnx``), or
+    ``None`` for files that are not logs."""
     if "tfevents" in name:
         return "tensorboard"
     if name.endswith("_MS"):
         return "ms_summary"
     if name.endswith("_lineage"):
         return "ms_lineage"
-    if name.startswith("ms_output") and name.endswith(".pb"):
+    if name.endswith(".pb"):
         return "ms_graph"
+    if name.endswith(".onnx"):
+        return "onnx_graph"
     return None
 
 
@@ -72,6 +82,7 @@ _READERS: dict[str, type[EventFileReader]] = {
     "ms_summary": MindSporeSummaryReader,
     "ms_lineage": MindSporeLineageReader,
     "ms_graph": MindSporeGraphFile,
+    "onnx_graph": OnnxGraphFile,
 }
 
 

@@ -16,7 +16,8 @@ MindSpore                         tensorsight
 ``Summary.Value.loss_landscape``  ``landscapes`` (x, y, z grid; loss path; metadata)
 ``Event.graph_def``               ``graphs``, tag ``"graph"`` (ANF nodes: op, inputs,
                                   scope as ``module_path``, output shapes/dtypes, attrs)
-``ms_output_*.pb`` (ModelProto)   ``graphs``, tag = file name without ``.pb``
+``*.pb`` (ModelProto)             ``graphs``, tag = file name without ``.pb`` (a file that
+                                  is no ModelProto is listed with the reason)
 lineage ``dataset_graph``         ``data_graphs``, tag ``"dataset_graph"``
 lineage ``train_lineage`` /       ``hparams``, tags ``"lineage/train"``,
 ``evaluation_lineage`` /          ``"lineage/eval"``, ``"lineage/user_defined"``
@@ -30,17 +31,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tensorsight.summary import _fs
+from tensorsight.summary._graph_file import GraphFileReader
 from tensorsight.summary._proto import Messages
 from tensorsight.summary._tbdecode import Item, image_format
-from tensorsight.summary.reader import Batch, EventFileReader
+from tensorsight.summary.reader import EventFileReader
 from tensorsight.summary.records import (
     DataGraphRecord,
     Graph,
@@ -277,10 +276,18 @@ class MindSporeSummaryReader(EventFileReader):
         return []
 
 
+def _json_text(text: str) -> Any:
+    """MindSpore writes some values JSON-encoded (``'"label"'``, ``'{"data_type": "int32"}'``)."""
+    if text[:1] in ('"', "{", "["):
+        with contextlib.suppress(ValueError):
+            return json.loads(text)
+    return text
+
+
 def _params(p: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    out.update(dict(p.mapStr))
-    out.update({k: list(v.strValue) for k, v in p.mapStrList.items()})
+    out.update({k: _json_text(v) for k, v in p.mapStr.items()})
+    out.update({k: [_json_text(x) for x in v.strValue] for k, v in p.mapStrList.items()})
     out.update(dict(p.mapBool))
     out.update(dict(p.mapInt))
     out.update(dict(p.mapDouble))
@@ -362,43 +369,23 @@ class MindSporeLineageReader(EventFileReader):
         return []
 
 
-class MindSporeGraphFile(EventFileReader):
-    """A standalone MindSpore graph (``ms_output_*.pb``, a ``ModelProto``); re-read on change."""
+class MindSporeGraphFile(GraphFileReader):
+    """A standalone MindSpore graph (``*.pb``, a ``ModelProto``); re-read on change."""
 
     format = "mindspore"
+    suffix = ".pb"
 
-    def _fast_scalars(self) -> bool:
-        return False
-
-    def read(self, sink: Callable[[Batch], None] | None = None) -> Batch:
-        batch = self._read_graph()
-        if sink is None or not batch.items:
-            return batch
-        sink(batch)
-        return Batch(problems=batch.problems, records=batch.records, bytes_read=batch.bytes_read)
-
-    def _read_graph(self) -> Batch:
-        batch = Batch()
-        info = _fs.stat(self.path)
-        self.mtime = info.mtime
-        if info.size == self.size and self.offset == info.size:
-            return batch
-        data = _fs.read_range(self.path, 0, info.size)
-        self.size = self.offset = len(data)
-        name = os.path.basename(self.path)
-        tag = name[: -len(".pb")] if name.endswith(".pb") else name
+    def _decode(self, data: bytes, tag: str) -> Graph:
         try:
             model = ms.ModelProto.FromString(data)
-            graph = decode_ms_graph(model.graph, step=0, wall_time=info.mtime, name=tag)
+            graph = decode_ms_graph(model.graph, step=0, wall_time=0.0, name=tag)
         except (DecodeError, ValueError, KeyError, IndexError) as exc:
-            batch.problems.append(
-                f"Graph file {self.path!r}: not a MindSpore ModelProto ({type(exc).__name__}: "
-                f"{exc}); skipped."
+            msg = f"not a MindSpore ModelProto ({type(exc).__name__}: {exc})"
+            raise ValueError(msg) from None
+        if not graph.nodes:
+            msg = (
+                "not a MindSpore ModelProto (no graph nodes; a TensorFlow GraphDef or an ONNX "
+                "model named .pb?)"
             )
-            return batch
-        # wall_time 0: a file's mtime is not a training time, so it stays out of the run's range
-        batch.items.append(Item(self.records, "graphs", tag, 0, 0.0, graph))
-        self.records += 1
-        batch.records = 1
-        batch.bytes_read = len(data)
-        return batch
+            raise ValueError(msg)
+        return graph

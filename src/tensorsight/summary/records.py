@@ -260,13 +260,18 @@ class GraphNode:
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """A computational graph: ``nodes`` in file order; ``source`` names the format."""
+    """A computational graph: ``nodes`` in file order; ``source`` names the format.
+
+    ``error`` is set (and ``nodes`` empty) for a graph file that could not be decoded: the
+    sentence says why.
+    """
 
     step: int
     wall_time: float
     nodes: tuple[GraphNode, ...]
     source: str = "tensorboard"
     name: str = "graph"
+    error: str = ""
 
     def node(self, name: str) -> GraphNode | None:
         """The node called ``name``, or ``None``."""

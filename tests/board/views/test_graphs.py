@@ -23,6 +23,14 @@ def test_graph_is_compact_with_input_indices_and_control_edges():
     assert body["control"][4] == [1]  # "^fc/weight"
     assert body["dtypes"][3] == "bfloat16"
     assert body["shapes"][3] == [2, 3]
+    # a forward graph: readable hides nothing; it was read, so no error
+    assert body["auxiliary"] == []
+    assert body["error"] == ""
+
+
+def test_graph_route_sends_auxiliary_and_error(gclient):
+    body = gclient.get("/api/views/graphs/graph", params={"run": "train", "tag": "graph"}).json()
+    assert (body["auxiliary"], body["error"]) == ([], "")
 
 
 def test_node_panel_has_inputs_consumers_and_safe_attrs():

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
 from tensorsight.board.views.base import View, require_param, tags_by_kind
+from tensorsight.data.readable import auxiliary_nodes
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -75,17 +76,21 @@ def graph_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any]:
                 (ctl if is_control else data).append(j)
         inputs.append(data)
         control.append(ctl)
+    paths = [n.scoped_name for n in g.nodes]
+    ops = [n.op for n in g.nodes]
     return {
         "run": run,
         "tag": tag,
         "source": g.source,
         "node_count": len(g.nodes),
-        "paths": [n.scoped_name for n in g.nodes],
-        "ops": [n.op for n in g.nodes],
+        "paths": paths,
+        "ops": ops,
         "dtypes": [n.dtypes[0] if n.dtypes else "" for n in g.nodes],
         "shapes": [list(n.shapes[0]) if n.shapes else None for n in g.nodes],
         "inputs": inputs,
         "control": control,
+        "auxiliary": auxiliary_nodes(paths, ops, inputs, control),
+        "error": g.error,
     }
 
 

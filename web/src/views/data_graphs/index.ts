@@ -30,8 +30,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     if (!rec) return;
     const boxes: BoxSpec[] = rec.nodes.map((n) => ({ id: `d:${n.id}`, label: n.label, sub: n.type === n.label ? "" : n.type, cls: "stage", parent: null }));
     const edges: EdgeSpec[] = rec.edges.map(([a, b]) => ({ from: `d:${a}`, to: `d:${b}`, label: "", cls: "data" }));
-    const { g, width, height } = runLayout(boxes, [], edges);
-    const groups = draw(stage.root, g, boxes, [], edges);
+    const laid = runLayout(boxes, [], edges);
+    const groups = draw(stage.root, laid, boxes, [], edges);
     for (const n of rec.nodes) {
       groups.get(`d:${n.id}`)?.addEventListener("click", () => {
         for (const e of stage.root.querySelectorAll(".box.selected")) e.classList.remove("selected");
@@ -42,7 +42,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       });
     }
     host.dataset.loaded = String(rec.nodes.length);
-    stage.fit(width, height);
+    stage.fit(laid.width, laid.height);
   }
 
   async function load(): Promise<void> {

@@ -1,11 +1,14 @@
-// Graphs view: scopes collapsed by default, dagre layout of the expanded part only,
+// Graphs view: scopes collapsed and identical blocks folded by default, a nested dagre layout
+// of the expanded part only (cached per scope), pan/zoom with a minimap, node panel, regex
+// search that expands to the hit, readable toggle.
 import "./graphs.css";
-// pan/zoom, node panel, regex search that expands to the hit, readable toggle.
 import { getJson } from "../../api/client";
 import type { TagEntry } from "../../api/types";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
-import { describeOutput, Hierarchy, type GraphJson } from "./model";
-import { type BoxSpec, type ClusterSpec, draw, type EdgeSpec, type Placed, runLayout, Stage } from "./stage";
+import { NestedLayout } from "./layout";
+import { type MiniItem, Minimap } from "./minimap";
+import { describeOutput, groupLabel, Hierarchy, type GraphJson } from "./model";
+import { type BoxSpec, boxHeight, boxWidth, type ClusterSpec, draw, type EdgeSpec, type Placed, Stage } from "./stage";
 
 interface NodeDetail {
   name: string;
@@ -35,12 +38,16 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const hits = h("div", { class: "graph-hits", id: "graph-hits" });
   const panel = h("aside", { class: "graph-panel", id: "graph-panel" }, h("p", { class: "muted" }, "Click a node for its details; double-click a scope to expand it."));
   const host = h("div", { class: "graph-host", id: "graph-host" });
+  const empty = h("div", { class: "graph-empty" });
   el.append(
     h("div", { class: "toolbar" }, h("label", {}, "graph ", pick), search, h("label", {}, readable, "readable (hide gradient/optimizer nodes)"), fitBtn, info),
     hits,
     h("div", { class: "graph-body" }, host, panel),
   );
   const stage = new Stage(host);
+  const minimap = new Minimap(host, stage);
+  stage.onView = () => minimap.draw();
+  let nested = new NestedLayout();
   let hier: Hierarchy | null = null;
   let selected: string | null = null;
   let placed = new Map<string, Placed>();
@@ -52,6 +59,12 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     const g = hier.g;
     const vis = hier.visible();
     const boxes: BoxSpec[] = vis.items.map((it) => {
+      if (it.group !== null) {
+        const grp = hier?.groups.get(it.group);
+        const n = grp?.members.length ?? 0;
+        const each = hier?.opCount.get(grp?.members[0] ?? "") ?? 0;
+        return { id: it.id, label: `${groupLabel(grp?.members ?? [])}  ×${n}`, sub: `${n} identical blocks · ${each} nodes each`, cls: "scope group", parent: it.parent };
+      }
       if (it.scope !== null) {
         const rep = hier?.repeats.get(it.scope);
         const count = hier?.opCount.get(it.scope) ?? 0;
@@ -62,16 +75,38 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       const cls = KIND[op] ?? "op";
       const dt = g.dtypes[i] ?? "";
       const reduced = dt === "bfloat16" || dt === "float16" ? " reduced" : "";
-      return { id: it.id, label: cls === "op" ? op.replace(/^aten(::|\.)/, "").replace(/\.default$/, "") : tail(g.paths[i] ?? ""), sub: describeOutput(dt, g.shapes[i] ?? null), cls: cls + reduced, parent: it.parent };
+      const inner = hier?.inlined[i] ?? 0;
+      const sub = describeOutput(dt, g.shapes[i] ?? null) + (inner ? ` · +${inner} param${inner > 1 ? "s" : ""}` : "");
+      return { id: it.id, label: cls === "op" ? op.replace(/^aten(::|\.)/, "").replace(/\.default$/, "") : tail(g.paths[i] ?? ""), sub, cls: cls + reduced, parent: it.parent };
     });
     const clusters: ClusterSpec[] = vis.clusters.map((c) => ({ id: c.id, label: tail(c.path), parent: c.parent }));
     const edges: EdgeSpec[] = vis.edges.map((e) => ({ from: e.from, to: e.to, label: `${e.count} tensor${e.count > 1 ? "s" : ""}`, cls: e.control ? "control" : "data" }));
-    const { g: laid, width, height } = runLayout(boxes, clusters, edges);
+    const tLayout = performance.now();
+    const laid = nested.run(
+      boxes.map((b) => ({ id: b.id, parent: b.parent, width: boxWidth(b.label, b.sub), height: boxHeight(b.sub) })),
+      clusters.map((c) => ({ id: c.id, parent: c.parent, minWidth: 7.6 * c.label.length + 40 })),
+      edges,
+    );
+    const layoutMs = performance.now() - tLayout;
     const groups = draw(stage.root, laid, boxes, clusters, edges);
+    const mini: MiniItem[] = clusters.map((c) => ({ id: c.id, kind: "cluster" }));
+    for (const b of boxes) mini.push({ id: b.id, kind: b.cls.split(" ").includes("group") ? "group" : (b.cls.split(" ")[0] ?? "op") });
+    minimap.setContent(laid, mini);
     placed = new Map();
     for (const [id, grp] of groups) {
-      placed.set(id, laid.node(id) as unknown as Placed);
-      if (id.startsWith("s:") && grp.classList.contains("cluster")) {
+      const p = laid.node(id);
+      if (p) placed.set(id, p);
+      if (id.startsWith("g:")) {
+        grp.addEventListener("click", (ev) => {
+          ev.stopPropagation();
+          void select(id);
+        });
+        grp.addEventListener("dblclick", (ev) => {
+          ev.stopPropagation();
+          hier?.setFolded(id, false);
+          redraw(false);
+        });
+      } else if (id.startsWith("s:") && grp.classList.contains("cluster")) {
         grp.querySelector("text")?.addEventListener("click", (ev) => {
           ev.stopPropagation();
           hier?.toggle(id.slice(2));
@@ -80,23 +115,33 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       } else {
         grp.addEventListener("click", (ev) => {
           ev.stopPropagation();
-          select(id);
+          void select(id);
         });
         if (id.startsWith("s:"))
           grp.addEventListener("dblclick", (ev) => {
             ev.stopPropagation();
             hier?.toggle(id.slice(2));
             redraw(false);
+            follow(id);
           });
       }
       if (id === selected) grp.classList.add("selected");
     }
     const ms = performance.now() - t0;
-    info.textContent = `${g.node_count} nodes · ${boxes.length} shown · ${edges.length} edges · layout ${ms.toFixed(0)} ms`;
+    info.textContent = `${g.node_count} nodes · ${boxes.length} shown · ${edges.length} edges · ${ms.toFixed(0)} ms`;
     host.dataset.visible = String(boxes.length);
     host.dataset.layoutMs = ms.toFixed(1);
-    if (fit) stage.fit(width, height);
-    if (selected?.startsWith("s:")) void select(selected); // expand/collapse label
+    host.dataset.dagreMs = layoutMs.toFixed(1);
+    host.dataset.levelsLaidOut = String(nested.laidOut);
+    if (fit) stage.fit(laid.width, laid.height);
+    else minimap.draw();
+    if (selected?.startsWith("s:") || selected?.startsWith("g:")) void select(selected); // expand/collapse label
+  }
+
+  /** After expanding a scope, bring its top into view when it is not. */
+  function follow(id: string): void {
+    const p = placed.get(id);
+    if (p) stage.showTop(p.x - p.width / 2, p.y - p.height / 2, p.width);
   }
 
   function kv(k: string, v: string): HTMLElement {
@@ -108,18 +153,47 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     for (const e of stage.root.querySelectorAll(".box.selected")) e.classList.remove("selected");
     stage.root.querySelector(`[data-id="${CSS.escape(id)}"]`)?.classList.add("selected");
     if (!hier) return;
+    if (id.startsWith("g:")) {
+      const grp = hier.groups.get(id);
+      const btn = h("button", { id: "graph-unfold" }, "unfold");
+      btn.addEventListener("click", () => {
+        hier?.setFolded(id, false);
+        redraw(false);
+      });
+      const members = grp?.members ?? [];
+      panel.replaceChildren(
+        h("h3", {}, groupLabel(members)),
+        h("table", { class: "kv" }, kv("type", "repeated block"), kv("blocks", String(members.length)), kv("nodes in each", String(hier.opCount.get(members[0] ?? "") ?? 0)), kv("nodes in all", String(hier.groupOpCount(id)))),
+        h("p", { class: "muted" }, "Scopes with the same op structure, folded into one box. Double-click it or unfold to see each block."),
+        btn,
+      );
+      return;
+    }
     if (id.startsWith("s:")) {
       const path = id.slice(2);
       const btn = h("button", { id: "graph-expand" }, hier.expanded.has(path) ? "collapse" : "expand");
       btn.addEventListener("click", () => {
         hier?.toggle(path);
         redraw(false);
+        follow(id);
       });
       const rep = hier.repeats.get(path);
+      const gid = hier.memberOf.get(path);
+      const extra: HTMLElement[] = [];
+      if (gid !== undefined) {
+        const fold = h("button", { id: "graph-fold" }, `fold the ${rep ?? 0} identical blocks`);
+        fold.addEventListener("click", () => {
+          hier?.setFolded(gid, true);
+          selected = gid;
+          redraw(false);
+        });
+        extra.push(fold);
+      }
       panel.replaceChildren(
         h("h3", {}, path),
         h("table", { class: "kv" }, kv("type", "scope"), kv("nodes below", String(hier.opCount.get(path) ?? 0)), kv("identical siblings", rep ? String(rep) : "none")),
         btn,
+        ...extra,
       );
       return;
     }
@@ -150,9 +224,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     hier.expandTo(i);
     selected = `n:${i}`;
     redraw(false);
-    const p = placed.get(selected);
+    const box = hier.drawnAs(i); // a parameter drawn inside its consumer
+    const p = placed.get(box);
     if (p) stage.centerOn(p.x, p.y);
     void select(selected);
+    stage.root.querySelector(`[data-id="${CSS.escape(box)}"]`)?.classList.add("selected");
   }
 
   search.addEventListener("keydown", (ev) => {
@@ -193,7 +269,26 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     if (!current) return;
     const [run, tag] = JSON.parse(current) as [string, string];
     const g = await getJson<GraphJson>("/api/views/graphs/graph", { run, tag });
+    hits.replaceChildren();
+    empty.remove();
+    if (g.error) {
+      // a model file that could not be read: say why instead of drawing nothing
+      hier = null;
+      stage.root.replaceChildren();
+      minimap.clear();
+      minimap.canvas.hidden = true;
+      info.textContent = "";
+      empty.replaceChildren(h("p", { class: "error-text", id: "graph-error" }, `${tag}: this graph file could not be read: ${g.error}`));
+      host.append(empty);
+      panel.replaceChildren(h("h3", {}, tag), h("p", { class: "muted" }, `source: ${g.source}`));
+      host.dataset.loaded = `${run}/${tag}`;
+      host.dataset.error = "1";
+      return;
+    }
+    minimap.canvas.hidden = false;
+    delete host.dataset.error;
     hier = new Hierarchy(g);
+    nested = new NestedLayout();
     hier.setReadable(readable.checked);
     selected = null;
     redraw(true);
@@ -213,6 +308,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       return;
     }
     if (keep && [...pick.options].some((o) => o.value === keep)) pick.value = keep;
+    else {
+      // add_graph's own graph before model files of the same runs
+      const main = [...pick.options].find((o) => (JSON.parse(o.value) as [string, string])[1] === "graph");
+      if (main) pick.value = main.value;
+    }
     if (pick.value !== current) await load();
   }
   void refresh();
