@@ -216,18 +216,27 @@ def test_any_pb_file_is_tried_as_a_mindspore_graph(shared_data, tmp_path):
     run = tmp_path / "exp"
     run.mkdir()
     (run / "lenet.pb").write_bytes((shared_data / MS_DIR / "ms_output_optimize.pb").read_bytes())
-    (run / "saved_model.pb").write_bytes(b"")  # e.g. TensorFlow's: no MindSpore graph nodes
-    with pytest.warns(UserWarning, match="saved_model.pb"):
+    (run / "graph.pb").write_bytes(b"")  # e.g. a TensorFlow GraphDef: no MindSpore graph nodes
+    (run / "saved_model.pb").write_bytes(b"\x08\x01")  # TensorFlow's SavedModel: not a log
+    with pytest.warns(UserWarning, match="graph.pb"):
         log = read_logdir(tmp_path)
     assert log.runs == ["exp"]
-    assert log.tags("exp")["graphs"] == ["lenet", "saved_model"]
+    assert log.tags("exp")["graphs"] == ["graph", "lenet"]
     original = read_logdir(shared_data / MS_DIR).graph(".", "ms_output_optimize")
     assert [n.name for n in log.graph("exp", "lenet").nodes] == [n.name for n in original.nodes]
-    assert "no graph nodes" in log.graph("exp", "saved_model").error
+    assert "no graph nodes" in log.graph("exp", "graph").error
     # the file is fixed: the next reload reads it again
-    (run / "saved_model.pb").write_bytes((run / "lenet.pb").read_bytes())
+    (run / "graph.pb").write_bytes((run / "lenet.pb").read_bytes())
     log.reload()
-    assert log.graph("exp", "saved_model").error == ""
+    assert log.graph("exp", "graph").error == ""
+
+
+def test_a_tensorflow_saved_model_below_a_logdir_is_no_run(tmp_path):
+    model = tmp_path / "export" / "1"
+    (model / "variables").mkdir(parents=True)
+    for name in ("saved_model.pb", "fingerprint.pb", "keras_metadata.pb"):
+        (model / name).write_bytes(b"\x08\x01")
+    assert read_logdir(tmp_path).runs == []
 
 
 def test_real_lineage_file_written_by_mindspore():

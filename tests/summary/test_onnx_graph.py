@@ -32,6 +32,8 @@ def test_file_names():
     assert file_format("ms_output_x.pb") == "ms_graph"
     assert file_format("lenet.pb") == "ms_graph"
     assert file_format("model.onnx.data") is None  # external data is never read
+    for name in ("saved_model.pb", "fingerprint.pb", "keras_metadata.pb"):
+        assert file_format(name) is None  # a TensorFlow SavedModel below a logdir is no run
 
 
 def test_torch_export_is_a_graph_of_the_run_holding_it(tmp_path):

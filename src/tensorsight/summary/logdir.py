@@ -60,17 +60,23 @@ __all__ = ["Logdir", "ReloadResult", "RunInfo", "TagSummary", "file_format", "re
 SCHEMA_VERSION = 1
 
 
+# the fixed names of a TensorFlow SavedModel folder's protobuf files: never MindSpore graphs,
+# and a SavedModel kept below a logdir must not become a run with a broken graph
+_TF_SAVED_MODEL = frozenset({"saved_model.pb", "fingerprint.pb", "keras_metadata.pb"})
+
+
 def file_format(name: str) -> str | None:
     """Which reader handles a file name: ``"tensorboard"``, ``"ms_summary"``,
-    ``"ms_lineage"``, ``"ms_graph"`` (any ``*.pb``), ``"onnx_graph"`` (``*.onnx``), or
-    ``None`` for files that are not logs."""
+    ``"ms_lineage"``, ``"ms_graph"`` (any ``*.pb`` but a TensorFlow SavedModel's
+    ``saved_model.pb``, ``fingerprint.pb``, ``keras_metadata.pb``), ``"onnx_graph"``
+    (``*.onnx``), or ``None`` for files that are not logs."""
     if "tfevents" in name:
         return "tensorboard"
     if name.endswith("_MS"):
         return "ms_summary"
     if name.endswith("_lineage"):
         return "ms_lineage"
-    if name.endswith(".pb"):
+    if name.endswith(".pb") and name not in _TF_SAVED_MODEL:
         return "ms_graph"
     if name.endswith(".onnx"):
         return "onnx_graph"
