@@ -100,7 +100,15 @@ def test_domains_subgraphs_multiple_outputs_and_hostile_names(tmp_path):
     w.external_data.add(key="location", value="../../../etc/shadow")
     nodes = [
         helper.make_node("Split", ["x"], ["a", "b"], name="../../evil/Split", axis=0),
-        helper.make_node("FusedMatMul", ["a", "b"], ["c"], name="", domain="com.microsoft"),
+        helper.make_node(
+            "FusedMatMul",
+            ["a", "b"],
+            ["c"],
+            name="",
+            domain="com.microsoft",
+            alpha=1e-5,
+            scales=[0.1, 3.0],
+        ),
         helper.make_node("If", ["cond"], ["y"], name="/blk/If", then_branch=then, else_branch=then),
     ]
     cond = helper.make_tensor_value_info("cond", TensorProto.BOOL, [])
@@ -114,6 +122,8 @@ def test_domains_subgraphs_multiple_outputs_and_hostile_names(tmp_path):
     fused = by_op["com.microsoft::FusedMatMul"]
     assert fused.inputs == ("../../evil/Split", "../../evil/Split:1")
     assert fused.name == "FusedMatMul_1"
+    # float attributes are float32 in the file: shown as written, not as 9.99999974e-06
+    assert (fused.attrs["alpha"], fused.attrs["scales"]) == (1e-5, [0.1, 3.0])
     assert by_op["If"].attrs["then_branch"] == "graph 'then_branch' (1 nodes)"
     assert by_op["If"].module_path == "blk"
     (param,) = [n for n in g.nodes if n.op == "Parameter"]

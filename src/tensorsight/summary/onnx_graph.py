@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tensorsight._lazy import lazy_import
 from tensorsight.errors import MissingDependencyError
 from tensorsight.summary._graph_file import GraphFileReader
@@ -57,6 +59,11 @@ def _type_info(value_type: Any) -> tuple[tuple[int, ...], str] | None:
     return dims, onnx_dtype_name(t.elem_type)
 
 
+def _f32(value: float) -> float:
+    """The shortest decimal that reads back as the same float32."""
+    return float(str(np.float32(value)))
+
+
 def _attr_value(onnx: Any, attr: Any) -> Any:
     a = onnx.AttributeProto
     kind = attr.type
@@ -69,6 +76,10 @@ def _attr_value(onnx: Any, attr: Any) -> Any:
     if kind == a.TENSORS:
         return [f"tensor {onnx_dtype_name(t.data_type)}" for t in attr.tensors[:_MAX_ATTR_LIST]]
     value = onnx.helper.get_attribute_value(attr)
+    if kind == a.FLOAT:  # stored as float32: show 1e-05, not 9.999999747378752e-06
+        return _f32(value)
+    if kind == a.FLOATS:
+        return [_f32(v) for v in value]
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, list):
