@@ -160,6 +160,7 @@ class MsprobeStep:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._data = folder / "dump_tensor_data"
         self.meta: dict[str, Any] = {}
 
     def rows(self) -> list[TensorRecord]:
@@ -209,7 +210,11 @@ class MsprobeStep:
                 "Expected a file inside dump_tensor_data/."
             )
             raise DumpFormatError(msg)
-        path = self.folder / "dump_tensor_data" / name
+        path = self._data / name
+        if name.endswith(".pt"):
+            mapped = read_pt(path)  # the plain case, memory-mapped, without torch
+            if mapped is not None:
+                return RawTensor(*mapped)
         if not _fs.exists(path):
             msg = (
                 f"Tensor {row.name!r}: file {str(path)!r} is missing. "
@@ -223,9 +228,6 @@ class MsprobeStep:
                 msg = f"Tensor file {str(path)!r}: unreadable .npy ({exc})."
                 raise DumpFormatError(msg) from exc
             return RawTensor(arr, str(arr.dtype))
-        mapped = read_pt(path)  # the plain case, memory-mapped, without torch
-        if mapped is not None:
-            return RawTensor(*mapped)
         return _torch_load(path)
 
     def close(self) -> None:

@@ -129,7 +129,13 @@ def _zero_nonfinite(v: NDArray[np.float64]) -> tuple[NDArray[np.int8], int]:
 def value_range(a: NDArray[Any], *, chunk: int | None = None) -> tuple[float, float]:
     """Minimum and maximum of ``a`` with NaN/Inf counted as 0 (msprobe's rule); empty -> nan."""
     flat = _flat(a)
-    step = chunk or CHUNK_ELEMS
+    if flat.size == 0:
+        return math.nan, math.nan
+    with np.errstate(invalid="ignore"):
+        lo, hi = float(flat.min()), float(flat.max())  # two SIMD passes, no copy
+    if math.isfinite(lo) and math.isfinite(hi):
+        return lo, hi
+    step = chunk or CHUNK_ELEMS  # NaN/Inf somewhere: chunk by chunk, zeroing them
     lo, hi = math.inf, -math.inf
     buf = np.empty(min(step, flat.size), dtype=np.float64)
     for start in range(0, flat.size, step):
@@ -142,8 +148,6 @@ def value_range(a: NDArray[Any], *, chunk: int | None = None) -> tuple[float, fl
             _zero_nonfinite(v)
             cmin, cmax = float(v.min()), float(v.max())
         lo, hi = min(lo, cmin), max(hi, cmax)
-    if flat.size == 0:
-        return math.nan, math.nan
     return lo, hi
 
 
