@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import pickle
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from tensorsight.capture import read_dump
 from tensorsight.capture._ptfile import read_pt
 
 DTYPES = [
@@ -177,3 +180,115 @@ def test_comparing_msprobe_tensor_dumps_does_not_import_torch(msprobe_data):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "False"
+
+
+class _StorageRef:
+    """Pickled as msprobe's persistent id of a storage (see ``_crafted``)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+
+class _Call:
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        return obj.pid if isinstance(obj, _StorageRef) else None
+
+
+def _crafted(path, obj, storage=b"\x00" * 64):
+    """A torch.save-shaped archive whose data.pkl pickles ``obj`` (protocol 2)."""
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=2).dump(obj)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("t/data.pkl", buf.getvalue())
+        z.writestr("t/byteorder", b"little")
+        z.writestr("t/data/0", storage)
+    return path
+
+
+def test_crafted_pickles_outside_the_plain_case_give_none(tmp_path):
+    import collections
+
+    v2, v3 = torch._utils._rebuild_tensor_v2, torch._utils._rebuild_tensor_v3
+    ok = _StorageRef(("storage", torch.FloatStorage, "0", "cpu", 16))
+    hooks = collections.OrderedDict()
+    assert read_pt(_crafted(tmp_path / "ok.pt", _Call(v2, ok, 0, (4, 4), (4, 1), False, hooks)))
+    byte_store = _StorageRef(("storage", torch.UntypedStorage, "0", "cpu", 64))
+    got = read_pt(
+        _crafted(
+            tmp_path / "v3.pt", _Call(v3, byte_store, 0, (8,), (1,), False, hooks, torch.int64)
+        )
+    )
+    assert got is not None
+    assert got[1] == "int64"
+    bad = {
+        "float-offset": _Call(v2, ok, 0.5, (4,), (1,), False, hooks),
+        "list-size": _Call(v2, ok, 0, [4], (1,), False, hooks),
+        "rank-mismatch": _Call(v2, ok, 0, (4, 4), (1,), False, hooks),
+        "negative-stride": _Call(v2, ok, 15, (4,), (-1,), False, hooks),
+        "negative-offset": _Call(v2, ok, -1, (4,), (1,), False, hooks),
+        "hooks": _Call(v2, ok, 0, (4,), (1,), False, collections.OrderedDict(a=1)),
+        "metadata": _Call(v2, ok, 0, (4,), (1,), False, hooks, {"x": 1}),
+        "not-a-storage": _Call(v2, 7, 0, (4,), (1,), False, hooks),
+        "short-pid": _Call(v2, _StorageRef(("storage", torch.FloatStorage)), 0, (4,), (1,)),
+        "pid-kind": _Call(v2, _StorageRef(("storage", "FloatStorage", "0", "cpu", 16)), 0, (4,)),
+        "pid-key": _Call(v2, _StorageRef(("storage", torch.FloatStorage, "../0", "cpu", 16)), 0),
+        "pid-numel": _Call(v2, _StorageRef(("storage", torch.FloatStorage, "0", "cpu", -1)), 0),
+        "v3-typed-storage": _Call(v3, ok, 0, (4,), (1,), False, hooks, torch.float32),
+        "v3-ragged-bytes": _Call(
+            v3,
+            _StorageRef(("storage", torch.UntypedStorage, "0", "cpu", 63)),
+            *(0, (7,), (1,), False, hooks, torch.int64),
+        ),
+        "missing-storage-key": _Call(
+            v2,
+            _StorageRef(("storage", torch.FloatStorage, "1", "cpu", 16)),
+            0,
+            (4,),
+            (1,),
+            False,
+            hooks,
+        ),
+        "not-a-tensor": (1, 2),
+    }
+    for label, obj in bad.items():
+        assert read_pt(_crafted(tmp_path / f"{label}.pt", obj)) is None, label
+
+
+def test_msprobe_files_outside_the_plain_case_still_load_through_torch(tmp_path):
+    folder = tmp_path / "step0" / "rank0"
+    (folder / "dump_tensor_data").mkdir(parents=True)
+    values = {
+        "legacy.pt": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+        "param.pt": torch.nn.Parameter(torch.tensor([1.5, -2.0], dtype=torch.bfloat16)),
+        "fp8.pt": torch.nn.Parameter(torch.tensor([0.5, 2.0]).to(torch.float8_e4m3fn), False),
+    }
+    data = {}
+    for i, (name, t) in enumerate(values.items()):
+        legacy = name == "legacy.pt"
+        torch.save(t, folder / "dump_tensor_data" / name, _use_new_zipfile_serialization=not legacy)
+        assert read_pt(folder / "dump_tensor_data" / name) is None, name
+        data[f"Functional.f.{i}.forward"] = {
+            "output": [
+                {"type": "torch.Tensor", "dtype": str(t.dtype), "shape": list(t.shape),
+                 "data_name": name}
+            ]
+        }  # fmt: skip
+    (folder / "dump.json").write_text(json.dumps({"task": "tensor", "data": data}))
+    step = read_dump(tmp_path).step()
+    got = {r.data: step.load(r) for r in step.rows}
+    np.testing.assert_array_equal(got["legacy.pt"], np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(got["param.pt"], [1.5, -2.0])
+    np.testing.assert_array_equal(got["fp8.pt"], [0.5, 2.0])
+    assert {r.data: step.load_raw(r).dtype for r in step.rows} == {
+        "legacy.pt": "float32",
+        "param.pt": "bfloat16",
+        "fp8.pt": "float8_e4m3fn",
+    }
