@@ -36,6 +36,17 @@ def test_measure_command_records_peak_memory():
     assert result.peak_rss > 60 * 1024 * 1024
 
 
+def test_child_peak_memory_is_not_the_harness_peak():
+    """A child started after this process peaked reports its own peak, not ours (vfork)."""
+    big = bytearray(400 * 1024 * 1024)
+    big[::4096] = b"x" * len(big[::4096])
+    del big
+    h = Harness("cmd", repeat=1)
+    result = h.measure_command("small", [sys.executable, "-c", "pass"])
+    assert result.peak_rss is not None
+    assert result.peak_rss < 200 * 1024 * 1024
+
+
 def test_measure_command_reports_a_failing_child():
     h = Harness("cmd", repeat=1)
     with pytest.raises(RuntimeError, match="exited 3"):
