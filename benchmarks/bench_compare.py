@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import Harness, python
+from benchmarks.harness import Harness, Result, python
 
 _MS_DUMP = textwrap.dedent(
     """
@@ -131,6 +131,30 @@ def _kernel(h: Harness) -> None:
     )
 
 
+def _make_pair(tmp: Path, script: Path, env: dict[str, str], shape: tuple[int, int, int]) -> int:
+    """Write bench/ and target/ (one weight perturbed) under ``tmp``; return their bytes."""
+    width, layers, batch = shape
+    for side, kind in (("bench", "ok"), ("target", "bug")):
+        argv = [python(), str(script), str(tmp / side), str(width), str(layers), str(batch)]
+        subprocess.run([*argv, kind], check=True, env=env, capture_output=True)
+    return _dir_bytes(tmp / "bench") + _dir_bytes(tmp / "target")
+
+
+def _tensorsight(h: Harness, label: str, tmp: Path, repeat: int | None) -> Result:
+    # exit 1 (a divergence was found: the planted weight) is the expected outcome
+    result = h.measure_command(
+        label,
+        [
+            *("sh", "-c", '"$@"; [ $? -le 1 ]', "sh", python(), "-m", "tensorsight"),
+            *("compare", str(tmp / "bench"), str(tmp / "target"), "-q"),
+            *("-o", str(tmp / "ts_out"), "--format", "csv"),
+        ],
+        repeat=repeat,
+    )
+    _check_exit(label, tmp)
+    return result
+
+
 def run(h: Harness) -> None:
     """Kernel vs numpy.sum, then the engine vs msprobe on one pair of dumps."""
     _kernel(h)
@@ -141,23 +165,14 @@ def run(h: Harness) -> None:
         script = tmp / "make_dump.py"
         script.write_text(_MS_DUMP if ms_env is not None else _TS_DUMP, encoding="utf-8")
         env = {**os.environ, **(ms_env or {})}
-        for side, kind in (("bench", "ok"), ("target", "bug")):
-            argv = [python(), str(script), str(tmp / side), str(width), str(layers), str(batch)]
-            subprocess.run([*argv, kind], check=True, env=env, capture_output=True)
-        size = _dir_bytes(tmp / "bench") + _dir_bytes(tmp / "target")
-        # exit 1 (a divergence was found: the planted weight) is the expected outcome
-        ts = h.measure_command(
-            "tensorsight compare",
-            [
-                *("sh", "-c", '"$@"; [ $? -le 1 ]', "sh", python(), "-m", "tensorsight"),
-                *("compare", str(tmp / "bench"), str(tmp / "target"), "-q"),
-                *("-o", str(tmp / "ts_out"), "--format", "csv"),
-            ],
-            repeat=1 if h.quick else None,
-        )
-        _check_exit(ts.label, tmp)
+        size = _make_pair(tmp / "full", script, env, (width, layers, batch))
+        # the same model with a tenth of the layers: peak memory must not follow the size
+        small = _make_pair(tmp / "small", script, env, (width, max(layers // 10, 2), batch))
+        repeat = 1 if h.quick else None
+        ts = _tensorsight(h, "tensorsight compare", tmp / "full", repeat)
+        ts_small = _tensorsight(h, "tensorsight compare, 1/10 of the layers", tmp / "small", repeat)
         if ms_env is not None:
-            steps = [str(tmp / side / "step0") for side in ("target", "bench")]
+            steps = [str(tmp / "full" / side / "step0") for side in ("target", "bench")]
             ms = h.measure_command(
                 "msprobe compare (anchor)",
                 [
@@ -180,8 +195,16 @@ def run(h: Harness) -> None:
             f"{size / 1e6:,.0f} MB in both; tensorsight compare {size / 1e6 / ts.median:,.1f} "
             "MB/s end to end (process start and imports included); goal >= 30x msprobe"
         )
+        h.note(
+            f"peak memory: {_mib(ts.peak_rss)} on {size / 1e6:,.0f} MB of dumps, "
+            f"{_mib(ts_small.peak_rss)} on {small / 1e6:,.0f} MB; goal: independent of the size"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _mib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**20:,.0f} MiB"
 
 
 def _check_exit(label: str, tmp: Path) -> None:
