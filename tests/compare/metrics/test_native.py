@@ -163,3 +163,47 @@ def test_numpy_can_be_forced(monkeypatch):
     finally:
         _native._STATE.clear()
         _native._STATE.update(saved)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunks_split_over_threads_give_the_same_bits(monkeypatch, dtype):
+    """One C call per thread over runs of chunks; the result does not depend on the split."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tensorsight.compare.metrics import kernel
+
+    rng = np.random.default_rng(11)
+    n = 5 * NATIVE_CHUNK_ELEMS // 2 + 7
+    bench = rng.standard_normal(n).astype(dtype)
+    target = (bench + rng.standard_normal(n) * 1e-3).astype(dtype)
+    target[NATIVE_CHUNK_ELEMS] = np.nan  # the second chunk's first element: its shift
+    bench[NATIVE_CHUNK_ELEMS] = np.nan
+    target[2 * NATIVE_CHUNK_ELEMS + 5] = np.inf  # inside the third chunk
+    bench[2 * NATIVE_CHUNK_ELEMS + 5] = np.inf
+    _agree(bench, target)
+    results = []
+    for workers in (1, 2, 3):
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            monkeypatch.setattr(kernel, "_POOL", pool)
+            results.append(compare_arrays(bench, target).values)
+    monkeypatch.setattr(kernel, "_POOL", None)
+    assert not any(math.isnan(v) for v in results[0].values())
+    assert results[0] == results[1] == results[2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_moments_of_offset_and_constant_tensors(dtype):
+    """Mean 1e4 std 1e-2 (the variance shift matters) and constants (std exactly 0)."""
+    rng = np.random.default_rng(12)
+    n = NATIVE_CHUNK_ELEMS + 99
+    bench = (1e4 + rng.standard_normal(n) * 1e-2).astype(dtype)
+    target = (bench + rng.standard_normal(n) * 1e-4).astype(dtype)
+    m = _agree(bench, target)
+    ref = bench.astype(np.float64)
+    assert m.values["std_bench"] == pytest.approx(float(ref.std()), rel=1e-9)
+    assert m.values["mean_bench"] == pytest.approx(float(ref.mean()), rel=1e-14)
+    const = np.full(n, 3.25, dtype=dtype)
+    c = _agree(const, const)
+    assert c.values["std_bench"] == 0.0
+    assert c.values["std_target"] == 0.0
+    assert c.values["max_abs_err"] == 0.0

@@ -185,7 +185,9 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v) {
 #define TS_LOAD_F32(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
 #define TS_LOAD_F64(p) _mm512_loadu_pd(p)
 
-#define TS_AVX512_BODY(T, LOAD)                                                             \
+/* SHARED (a constant 0 or 1): the variance shifts kx, ky are the KL offsets xo, yo, so
+   x - kx serves both (the caller checks kx == xo and ky == yo) */
+#define TS_AVX512_BODY(T, LOAD, SHARED)                                                     \
     const __m512d zero = _mm512_setzero_pd();                                              \
     __m512d sx = zero, sy = zero, sxx = zero, syy = zero, sxy = zero, sdd = zero;           \
     __m512d sad = zero, arel = zero, mabs = zero, mrel = zero, mulp = zero;                \
@@ -233,8 +235,10 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v) {
         e = _mm512_max_pd(e, FLOOR);                                                       \
         __m512d inv = _mm512_castsi512_pd(_mm512_sub_epi64(INVC, _mm512_castpd_si512(e))); \
         mulp = _mm512_max_pd(mulp, _mm512_mul_pd(ad, inv));                                \
-        __m512d u = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(X, XO), XSC), E32);          \
-        __m512d v = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(Y, YO), YSC), E32);          \
+        __m512d dx = SHARED ? xs : _mm512_sub_pd(X, XO);                                   \
+        __m512d dy = SHARED ? ys : _mm512_sub_pd(Y, YO);                                   \
+        __m512d u = _mm512_max_pd(_mm512_mul_pd(dx, XSC), E32);                            \
+        __m512d v = _mm512_max_pd(_mm512_mul_pd(dy, YSC), E32);                            \
         ku = _mm512_add_pd(ku, u);                                                         \
         kv = _mm512_add_pd(kv, v);                                                         \
         ks = _mm512_fmadd_pd(u, ts_log_ratio8(u, v), ks);                                  \
@@ -265,13 +269,21 @@ static inline double ts_max(double a, double b) { return a > b ? a : b; }
 static void ts_avx512_f32(const float *x, const float *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,
                           double *acc) {
-    TS_AVX512_BODY(f32, TS_LOAD_F32)
+    if (kx == xo && ky == yo) {
+        TS_AVX512_BODY(f32, TS_LOAD_F32, 1)
+    } else {
+        TS_AVX512_BODY(f32, TS_LOAD_F32, 0)
+    }
 }
 
 static void ts_avx512_f64(const double *x, const double *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,
                           double *acc) {
-    TS_AVX512_BODY(f64, TS_LOAD_F64)
+    if (kx == xo && ky == yo) {
+        TS_AVX512_BODY(f64, TS_LOAD_F64, 1)
+    } else {
+        TS_AVX512_BODY(f64, TS_LOAD_F64, 0)
+    }
 }
 #define TS_IMPL(T) ts_avx512_##T
 #define TS_ISA 1
@@ -303,3 +315,34 @@ void ts_pass_f64(const double *x, const double *y, int64_t n, double kx, double 
                  double xsc, double yo, double ysc, double ulp_floor, double *acc) {
     TS_IMPL(f64)(x, y, n, kx, ky, xo, xsc, yo, ysc, ulp_floor, acc);
 }
+
+/* Every chunk of `chunk` elements (the last one shorter) through ts_pass_*: out holds 20
+ * doubles per chunk, the 18 accumulators of the layout above, then the chunk's variance
+ * shifts kx and ky: the KL offset xo (yo) where bit 0 (bit 1) of at_min is set (the
+ * caller's range is not 0, so xo is the minimum; the AVX-512 loop then saves the second
+ * subtraction), else the chunk's first element. A chunk whose shifts are not finite is
+ * left with out[0] = NaN (the caller recomputes it with numpy, as any chunk with
+ * non-finite sums). One call per thread keeps Python (and the GIL) out of the chunk loop.
+ * Any shift gives the same mean and variance; one inside the data's range bounds the
+ * cancellation in sum((x - k)^2) - sum(x - k)^2 / n by n eps relatively. */
+#define TS_CHUNKS(T, CT)                                                                    \
+    void ts_chunks_##T(const CT *x, const CT *y, int64_t n, int64_t chunk, double xo,      \
+                       double xsc, double yo, double ysc, double ulp_floor, int at_min,   \
+                       double *out) {                                                      \
+        for (int64_t s = 0, c = 0; s < n; s += chunk, c++) {                               \
+            int64_t m = n - s < chunk ? n - s : chunk;                                     \
+            double *o = out + 20 * c;                                                      \
+            double kx = (at_min & 1) ? xo : (double)x[s];                                  \
+            double ky = (at_min & 2) ? yo : (double)y[s];                                  \
+            o[18] = kx;                                                                    \
+            o[19] = ky;                                                                    \
+            if (!__builtin_isfinite(kx) || !__builtin_isfinite(ky)) {                      \
+                o[0] = __builtin_nan("");                                                  \
+                continue;                                                                  \
+            }                                                                              \
+            ts_pass_##T(x + s, y + s, m, kx, ky, xo, xsc, yo, ysc, ulp_floor, o);          \
+        }                                                                                  \
+    }
+
+TS_CHUNKS(f32, float)
+TS_CHUNKS(f64, double)

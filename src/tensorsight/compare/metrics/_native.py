@@ -34,8 +34,19 @@ _ARGS: list[Any] = [
 ]
 
 
+_CHUNK_ARGS: list[Any] = [
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    *([_DOUBLE] * 5),
+    ctypes.c_int,
+    ctypes.c_void_p,
+]
+
+
 class NativeKernel:
-    """The loaded library: ``ts_pass_f32`` and ``ts_pass_f64`` (see ``_kernel.c``).
+    """The loaded library: ``ts_pass_*`` (one chunk) and ``ts_chunks_*`` (see ``_kernel.c``).
 
     Attributes:
         path: The shared library.
@@ -48,6 +59,11 @@ class NativeKernel:
         self.f64 = lib.ts_pass_f64
         for fn in (self.f32, self.f64):
             fn.argtypes = _ARGS
+            fn.restype = None
+        self.chunks_f32 = lib.ts_chunks_f32
+        self.chunks_f64 = lib.ts_chunks_f64
+        for fn in (self.chunks_f32, self.chunks_f64):
+            fn.argtypes = _CHUNK_ARGS
             fn.restype = None
         self.log_ratio = lib.ts_log_ratio
         self.log_ratio.argtypes = [

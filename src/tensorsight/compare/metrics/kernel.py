@@ -250,6 +250,7 @@ class _Params:
     ulp_floor: float
     emin: int
     has_ulp: bool
+    at_min: int = 0  # bit 0 (x), bit 1 (y): the range is not 0, x_off is the minimum
 
 
 NATIVE_CHUNK_ELEMS = 1 << 20
@@ -284,6 +285,7 @@ def _compare_impl(
         ulp_floor=2.0**emin,
         emin=emin,
         has_ulp=precision is not None,
+        at_min=(xr != 0) | ((yr != 0) << 1),
     )
     acc = _Acc()
     lib = _native.load() if native else None
@@ -324,56 +326,52 @@ def _native_pass(
 ) -> None:
     """Chunks through the C kernel, in parallel threads (ctypes releases the GIL).
 
-    Chunk results are merged in chunk order, so the result does not depend on the thread
-    count. Chunks holding NaN/Inf go through :func:`_numpy_chunk`.
+    float32/float64 pairs go to ``ts_chunks_*`` in one call per thread, each over a run of
+    whole chunks; other dtypes are cast to float64 chunk by chunk first. Chunk results are
+    merged in chunk order, so the result does not depend on the thread count. Chunks
+    holding NaN/Inf go through :func:`_numpy_chunk`.
     """
     n_total = int(x_all.size)
+    n_chunks = -(-n_total // step)
+    out = np.zeros((n_chunks, 20), dtype=np.float64)
     same_float = x_all.dtype == y_all.dtype and x_all.dtype in (np.float32, np.float64)
-    starts = list(range(0, n_total, step))
+    ptr_x, ptr_y = x_all.ctypes.data, y_all.ctypes.data
+    kl = (p.x_off, p.x_scale, p.y_off, p.y_scale)
+    if same_float:
+        fn = lib.chunks_f32 if x_all.dtype == np.float32 else lib.chunks_f64
+        width = x_all.dtype.itemsize
+        workers = min(_pool()._max_workers, n_chunks)
+        bounds = [n_chunks * i // workers for i in range(workers + 1)]
 
-    def work(start: int) -> NDArray[np.float64] | None:
-        xs, ys = x_all[start : start + step], y_all[start : start + step]
-        if not same_float:  # f16, ints, mixed dtypes: cast this chunk to float64 first
-            xs = np.asarray(xs, dtype=np.float64)
-            ys = np.asarray(ys, dtype=np.float64)
-        return _native_chunk(lib, xs, ys, p)
+        def run(i: int) -> None:  # chunks bounds[i] .. bounds[i + 1]
+            first, stop = bounds[i] * step, min(bounds[i + 1] * step, n_total)
+            x_ptr, y_ptr = ptr_x + first * width, ptr_y + first * width
+            rows = out[bounds[i] :].ctypes.data
+            fn(x_ptr, y_ptr, stop - first, step, *kl, p.ulp_floor, p.at_min, rows)
+    else:
 
-    results = _pool().map(work, starts) if len(starts) > 1 else map(work, starts)
+        def run(i: int) -> None:  # f16, ints, mixed dtypes: cast this chunk to float64 first
+            xs = np.asarray(x_all[i * step : (i + 1) * step], dtype=np.float64)
+            ys = np.asarray(y_all[i * step : (i + 1) * step], dtype=np.float64)
+            ptrs = (xs.ctypes.data, ys.ctypes.data)
+            lib.chunks_f64(*ptrs, xs.size, step, *kl, p.ulp_floor, p.at_min, out[i:].ctypes.data)
+
+        workers = n_chunks
+    if workers > 1:
+        list(_pool().map(run, range(workers)))
+    else:
+        run(0)
+    good = np.all(np.isfinite(out), axis=1)
     bufs: tuple[NDArray[np.float64], ...] = ()
-    for start, out in zip(starts, results, strict=True):
-        if out is not None:
-            _merge_native(out, min(step, n_total - start), acc)
+    for i in range(n_chunks):
+        start = i * step
+        if good[i]:
+            _merge_native(out[i], min(step, n_total - start), acc)
             continue
         if not bufs:
             bufs = tuple(np.empty(min(step, n_total), dtype=np.float64) for _ in range(6))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             _numpy_chunk(x_all[start : start + step], y_all[start : start + step], p, acc, bufs)
-
-
-def _native_chunk(
-    lib: _native.NativeKernel, xs: NDArray[Any], ys: NDArray[Any], p: _Params
-) -> NDArray[np.float64] | None:
-    """One chunk through the C kernel; ``None`` when the chunk holds NaN/Inf."""
-    kx, ky = float(xs[0]), float(ys[0])
-    if not (math.isfinite(kx) and math.isfinite(ky)):
-        return None
-    out = np.zeros(20, dtype=np.float64)
-    out[18], out[19] = kx, ky
-    fn = lib.f32 if xs.dtype == np.float32 else lib.f64
-    fn(
-        xs.ctypes.data,
-        ys.ctypes.data,
-        int(xs.size),
-        kx,
-        ky,
-        p.x_off,
-        p.x_scale,
-        p.y_off,
-        p.y_scale,
-        p.ulp_floor,
-        out.ctypes.data,
-    )
-    return out if np.isfinite(out).all() else None
 
 
 def _merge_native(out: NDArray[np.float64], k: int, acc: _Acc) -> None:
