@@ -15,7 +15,7 @@
  *
  * acc layout (all doubles, zeroed by the caller):
  *   0 sx  1 sy  2 sxx(shifted) 3 syy(shifted) 4 sxy 5 sdd 6 sad 7 acc_rel 8 max_abs
- *   9 max_rel 10 within1 11 within5 12 max_ulp_q 13 kl_u 14 kl_v 15 kl_s
+ *   9 max_rel 10 within1 11 within5 12 max_ulp_q 13 kl_u 14 kl_d (sum v - u) 15 kl_s
  *   16 sx_raw2 (sum x*x) 17 syy_raw (sum y*y)
  */
 #include <stdint.h>
@@ -78,9 +78,9 @@ static inline double ts_inv_binade(double a, double floor) {
 
 #define TS_BODY(T)                                                                          \
     double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, sdd = 0, sad = 0, arel = 0;          \
-    double mabs = 0, mrel = 0, w1 = 0, w5 = 0, mulp = 0, ku = 0, kv = 0, ks = 0;           \
+    double mabs = 0, mrel = 0, w1 = 0, w5 = 0, mulp = 0, ku = 0, kd = 0, ks = 0;           \
     double rxx = 0, ryy = 0;                                                               \
-    _Pragma("omp simd reduction(+:sx,sy,sxx,syy,sxy,sdd,sad,arel,w1,w5,ku,kv,ks,rxx,ryy) \
+    _Pragma("omp simd reduction(+:sx,sy,sxx,syy,sxy,sdd,sad,arel,w1,w5,ku,kd,ks,rxx,ryy) \
 reduction(max:mabs,mrel,mulp)")                                                            \
     for (int64_t i = 0; i < n; i++) {                                                      \
         double xv = (double)x[i], yv = (double)y[i];                                       \
@@ -106,12 +106,14 @@ reduction(max:mabs,mrel,mulp)")                                                 
         u = u > EPS32 ? u : EPS32;                                                         \
         double v = (yv - yo) * ysc;                                                        \
         v = v > EPS32 ? v : EPS32;                                                         \
-        ku += u; kv += v;                                                                  \
+        /* KL = ks/ku + log1p(kd/ku): kd = sum(v - u) directly, not sum v - sum u, whose   \
+           cancellation would cost KL its digits when the runs agree */                     \
+        ku += u; kd += v - u;                                                              \
         ks += u * ts_log(u, v);                                                            \
     }                                                                                      \
     acc[0] = sx; acc[1] = sy; acc[2] = sxx; acc[3] = syy; acc[4] = sxy; acc[5] = sdd;      \
     acc[6] = sad; acc[7] = arel; acc[8] = mabs; acc[9] = mrel; acc[10] = w1; acc[11] = w5; \
-    acc[12] = mulp; acc[13] = ku; acc[14] = kv; acc[15] = ks; acc[16] = rxx; acc[17] = ryy;
+    acc[12] = mulp; acc[13] = ku; acc[14] = kd; acc[15] = ks; acc[16] = rxx; acc[17] = ryy;
 
 
 static void ts_portable_f32(const float *x, const float *y, int64_t n, double kx, double ky,
@@ -185,13 +187,11 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v) {
 #define TS_LOAD_F32(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
 #define TS_LOAD_F64(p) _mm512_loadu_pd(p)
 
-/* SHARED (a constant 0 or 1): the variance shifts kx, ky are the KL offsets xo, yo, so
-   x - kx serves both (the caller checks kx == xo and ky == yo) */
-#define TS_AVX512_BODY(T, LOAD, SHARED)                                                     \
+#define TS_AVX512_BODY(T, LOAD)                                                             \
     const __m512d zero = _mm512_setzero_pd();                                              \
     __m512d sx = zero, sy = zero, sxx = zero, syy = zero, sxy = zero, sdd = zero;           \
     __m512d sad = zero, arel = zero, mabs = zero, mrel = zero, mulp = zero;                \
-    __m512d ku = zero, kv = zero, ks = zero, rxx = zero, ryy = zero;                       \
+    __m512d ku = zero, kd = zero, ks = zero, rxx = zero, ryy = zero;                       \
     int64_t w1 = 0, w5 = 0;                                                                \
     const __m512d KX = _mm512_set1_pd(kx), KY = _mm512_set1_pd(ky);                        \
     const __m512d XO = _mm512_set1_pd(xo), XSC = _mm512_set1_pd(xsc);                      \
@@ -235,12 +235,10 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v) {
         e = _mm512_max_pd(e, FLOOR);                                                       \
         __m512d inv = _mm512_castsi512_pd(_mm512_sub_epi64(INVC, _mm512_castpd_si512(e))); \
         mulp = _mm512_max_pd(mulp, _mm512_mul_pd(ad, inv));                                \
-        __m512d dx = SHARED ? xs : _mm512_sub_pd(X, XO);                                   \
-        __m512d dy = SHARED ? ys : _mm512_sub_pd(Y, YO);                                   \
-        __m512d u = _mm512_max_pd(_mm512_mul_pd(dx, XSC), E32);                            \
-        __m512d v = _mm512_max_pd(_mm512_mul_pd(dy, YSC), E32);                            \
+        __m512d u = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(X, XO), XSC), E32);          \
+        __m512d v = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(Y, YO), YSC), E32);          \
         ku = _mm512_add_pd(ku, u);                                                         \
-        kv = _mm512_add_pd(kv, v);                                                         \
+        kd = _mm512_add_pd(kd, _mm512_sub_pd(v, u));                                       \
         ks = _mm512_fmadd_pd(u, ts_log_ratio8(u, v), ks);                                  \
     }                                                                                      \
     double tail[18] = {0};                                                                 \
@@ -259,7 +257,7 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v) {
     acc[11] = (double)w5 + tail[11];                                                       \
     acc[12] = ts_max(_mm512_reduce_max_pd(mulp), tail[12]);                                \
     acc[13] = _mm512_reduce_add_pd(ku) + tail[13];                                         \
-    acc[14] = _mm512_reduce_add_pd(kv) + tail[14];                                         \
+    acc[14] = _mm512_reduce_add_pd(kd) + tail[14];                                         \
     acc[15] = _mm512_reduce_add_pd(ks) + tail[15];                                         \
     acc[16] = _mm512_reduce_add_pd(rxx) + tail[16];                                        \
     acc[17] = _mm512_reduce_add_pd(ryy) + tail[17];
@@ -269,21 +267,13 @@ static inline double ts_max(double a, double b) { return a > b ? a : b; }
 static void ts_avx512_f32(const float *x, const float *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,
                           double *acc) {
-    if (kx == xo && ky == yo) {
-        TS_AVX512_BODY(f32, TS_LOAD_F32, 1)
-    } else {
-        TS_AVX512_BODY(f32, TS_LOAD_F32, 0)
-    }
+    TS_AVX512_BODY(f32, TS_LOAD_F32)
 }
 
 static void ts_avx512_f64(const double *x, const double *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,
                           double *acc) {
-    if (kx == xo && ky == yo) {
-        TS_AVX512_BODY(f64, TS_LOAD_F64, 1)
-    } else {
-        TS_AVX512_BODY(f64, TS_LOAD_F64, 0)
-    }
+    TS_AVX512_BODY(f64, TS_LOAD_F64)
 }
 #define TS_IMPL(T) ts_avx512_##T
 #define TS_ISA 1
@@ -317,23 +307,19 @@ void ts_pass_f64(const double *x, const double *y, int64_t n, double kx, double 
 }
 
 /* Every chunk of `chunk` elements (the last one shorter) through ts_pass_*: out holds 20
- * doubles per chunk, the 18 accumulators of the layout above, then the chunk's variance
- * shifts kx and ky: the KL offset xo (yo) where bit 0 (bit 1) of at_min is set (the
- * caller's range is not 0, so xo is the minimum; the AVX-512 loop then saves the second
- * subtraction), else the chunk's first element. A chunk whose shifts are not finite is
- * left with out[0] = NaN (the caller recomputes it with numpy, as any chunk with
- * non-finite sums). One call per thread keeps Python (and the GIL) out of the chunk loop.
- * Any shift gives the same mean and variance; one inside the data's range bounds the
- * cancellation in sum((x - k)^2) - sum(x - k)^2 / n by n eps relatively. */
+ * doubles per chunk, the 18 accumulators of the layout above, then the chunk's shifts
+ * kx = x[start] and ky = y[start] (the variance sums are shifted by a typical element: a
+ * shift far from the mean, such as the minimum, would cost digits to cancellation). A
+ * chunk whose shifts are not finite is left with out[0] = NaN (the caller recomputes it
+ * with numpy, as any chunk with non-finite sums). One call per thread keeps Python (and
+ * the GIL) out of the chunk loop. */
 #define TS_CHUNKS(T, CT)                                                                    \
     void ts_chunks_##T(const CT *x, const CT *y, int64_t n, int64_t chunk, double xo,      \
-                       double xsc, double yo, double ysc, double ulp_floor, int at_min,   \
-                       double *out) {                                                      \
+                       double xsc, double yo, double ysc, double ulp_floor, double *out) { \
         for (int64_t s = 0, c = 0; s < n; s += chunk, c++) {                               \
             int64_t m = n - s < chunk ? n - s : chunk;                                     \
             double *o = out + 20 * c;                                                      \
-            double kx = (at_min & 1) ? xo : (double)x[s];                                  \
-            double ky = (at_min & 2) ? yo : (double)y[s];                                  \
+            double kx = (double)x[s], ky = (double)y[s];                                   \
             o[18] = kx;                                                                    \
             o[19] = ky;                                                                    \
             if (!__builtin_isfinite(kx) || !__builtin_isfinite(ky)) {                      \

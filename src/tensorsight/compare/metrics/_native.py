@@ -40,7 +40,6 @@ _CHUNK_ARGS: list[Any] = [
     ctypes.c_int64,
     ctypes.c_int64,
     *([_DOUBLE] * 5),
-    ctypes.c_int,
     ctypes.c_void_p,
 ]
 
