@@ -452,10 +452,12 @@ def _numpy_chunk(
     adv *= p.y_scale
     np.maximum(adv, EPS32, out=adv)
     acc.kl_u += float(dv.sum())
-    acc.kl_d += float(np.subtract(adv, dv, out=tv).sum())  # not sum v - sum u: see _finish
-    np.log(dv, out=tv)
-    np.log(adv, out=ayv)
-    tv -= ayv
+    np.subtract(dv, adv, out=tv)
+    acc.kl_d -= float(tv.sum())  # sum(v - u), not sum v - sum u: see _finish
+    # log(u/v) = log1p((u - v)/v): keeps its relative accuracy where u and v agree to many
+    # digits (log u - log v would leave ~1e-16 absolute noise in every term)
+    np.divide(tv, adv, out=tv)
+    np.log1p(tv, out=tv)
     acc.kl_s += float(np.multiply(dv, tv, out=tv).sum())
 
 
