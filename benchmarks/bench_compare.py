@@ -170,6 +170,7 @@ def run(h: Harness) -> None:
         size = _make_pair(tmp / "full", script, env, (width, layers, batch))
         # the same model with a tenth of the layers: peak memory must not follow the size
         small = _make_pair(tmp / "small", script, env, (width, max(layers // 10, 2), batch))
+        os.sync()  # both tools read clean pages: no writeback of the fresh dumps mid-timing
         repeat = 1 if h.quick else None
         ts = _tensorsight(h, "tensorsight compare", tmp / "full", repeat)
         ts_small = _tensorsight(h, "tensorsight compare, 1/10 of the layers", tmp / "small", repeat)
