@@ -87,7 +87,11 @@ class Harness:
         env: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> Result:
-        """Time a child process and record its peak resident memory (from ``wait4``)."""
+        """Time a child process and record its peak resident memory (from ``wait4``).
+
+        The child is forked, so its figure is at least this process's resident set at the
+        call (tens of MiB for the harness): compare figures well above that.
+        """
         result = self.results.setdefault(label, Result(label))
         for _ in range(repeat or self.repeat):
             start = time.perf_counter()
