@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import Harness, python
+from benchmarks.harness import Harness, Result, python
 
 _MS_DUMP = textwrap.dedent(
     """
@@ -83,8 +83,8 @@ def _dir_bytes(path: Path) -> int:
 
 
 def _kernel(h: Harness) -> None:
-    from tensorsight.compare.metrics import compare_arrays
-    from tensorsight.compare.metrics.kernel import value_range
+    from tensorsight.compare.metrics import _native, compare_arrays
+    from tensorsight.compare.metrics.kernel import NATIVE_CHUNK_ELEMS, _pool, value_range
 
     n = 1 << (20 if h.quick else 24)
     rng = np.random.default_rng(0)
@@ -92,17 +92,69 @@ def _kernel(h: Harness) -> None:
     target = (bench + rng.standard_normal(n).astype(np.float32) * 1e-3).astype(np.float32)
     ranges = value_range(bench), value_range(target)
     mb = 2 * bench.nbytes / 1e6
-    s = h.measure("numpy.sum (bench + target)", lambda: (bench.sum(), target.sum()))
-    k = h.measure(
-        "kernel: 16 metrics, ranges known",
-        lambda: compare_arrays(bench, target, bench_range=ranges[0], target_range=ranges[1]),
-    )
-    k2 = h.measure("kernel: 16 metrics + min/max pass", lambda: compare_arrays(bench, target))
+    step = NATIVE_CHUNK_ELEMS
+
+    def one_thread() -> None:  # chunk by chunk in this thread: each call stays off the pool
+        for i in range(0, n, step):
+            compare_arrays(
+                bench[i : i + step],
+                target[i : i + step],
+                bench_range=ranges[0],
+                target_range=ranges[1],
+            )
+
+    compare_arrays(bench, target, bench_range=ranges[0], target_range=ranges[1])  # warm-up:
+    one_thread()  # the thread pool starts and the pages are touched outside the timings
+    # interleaved rounds, so load from other processes hits every case alike
+    for _ in range(h.repeat):
+        s = h.measure("numpy.sum (bench + target)", lambda: (bench.sum(), target.sum()), repeat=1)
+        k = h.measure(
+            "kernel: 16 metrics, ranges known",
+            lambda: compare_arrays(bench, target, bench_range=ranges[0], target_range=ranges[1]),
+            repeat=1,
+        )
+        k1 = h.measure("kernel: 16 metrics, 1 thread", one_thread, repeat=1)
+        k2 = h.measure(
+            "kernel: 16 metrics + min/max pass", lambda: compare_arrays(bench, target), repeat=1
+        )
+    lib = _native.load()
+    loop = lib.isa if lib is not None else "numpy (no C compiler)"
+    try:
+        llc = "L3 " + Path("/sys/devices/system/cpu/cpu0/cache/index3/size").read_text().strip()
+    except OSError:
+        llc = "L3 size unknown"
     h.note(
-        f"kernel data: 2 x {n:,} float32 = {mb:.0f} MB; numpy.sum {mb / s.median:,.0f} MB/s; "
-        f"kernel {mb / k.median:,.0f} MB/s = {s.median / k.median:.1%} of numpy.sum "
-        f"({mb / k2.median:,.0f} MB/s with the min/max pass); goal >= 50 %"
+        f"kernel data: 2 x {n:,} float32 = {mb:.0f} MB ({llc}), "
+        f"{loop} loop, {_pool()._max_workers} threads; numpy.sum (float32, one thread) "
+        f"{mb / s.median:,.0f} MB/s; kernel {mb / k.median:,.0f} MB/s = "
+        f"{s.median / k.median:.1%} of numpy.sum (1 thread: {mb / k1.median:,.0f} MB/s = "
+        f"{s.median / k1.median:.1%}; {mb / k2.median:,.0f} MB/s with the min/max pass); "
+        "goal >= 50 %"
     )
+
+
+def _make_pair(tmp: Path, script: Path, env: dict[str, str], shape: tuple[int, int, int]) -> int:
+    """Write bench/ and target/ (one weight perturbed) under ``tmp``; return their bytes."""
+    width, layers, batch = shape
+    for side, kind in (("bench", "ok"), ("target", "bug")):
+        argv = [python(), str(script), str(tmp / side), str(width), str(layers), str(batch)]
+        subprocess.run([*argv, kind], check=True, env=env, capture_output=True)
+    return _dir_bytes(tmp / "bench") + _dir_bytes(tmp / "target")
+
+
+def _tensorsight(h: Harness, label: str, tmp: Path, repeat: int | None) -> Result:
+    # exit 1 (a divergence was found: the planted weight) is the expected outcome
+    result = h.measure_command(
+        label,
+        [
+            *("sh", "-c", '"$@"; [ $? -le 1 ]', "sh", python(), "-m", "tensorsight"),
+            *("compare", str(tmp / "bench"), str(tmp / "target"), "-q"),
+            *("-o", str(tmp / "ts_out"), "--format", "csv"),
+        ],
+        repeat=repeat,
+    )
+    _check_exit(label, tmp)
+    return result
 
 
 def run(h: Harness) -> None:
@@ -115,23 +167,15 @@ def run(h: Harness) -> None:
         script = tmp / "make_dump.py"
         script.write_text(_MS_DUMP if ms_env is not None else _TS_DUMP, encoding="utf-8")
         env = {**os.environ, **(ms_env or {})}
-        for side, kind in (("bench", "ok"), ("target", "bug")):
-            argv = [python(), str(script), str(tmp / side), str(width), str(layers), str(batch)]
-            subprocess.run([*argv, kind], check=True, env=env, capture_output=True)
-        size = _dir_bytes(tmp / "bench") + _dir_bytes(tmp / "target")
-        # exit 1 (a divergence was found: the planted weight) is the expected outcome
-        ts = h.measure_command(
-            "tensorsight compare",
-            [
-                *("sh", "-c", '"$@"; [ $? -le 1 ]', "sh", python(), "-m", "tensorsight"),
-                *("compare", str(tmp / "bench"), str(tmp / "target"), "-q"),
-                *("-o", str(tmp / "ts_out"), "--format", "csv"),
-            ],
-            repeat=1 if h.quick else None,
-        )
-        _check_exit(ts.label, tmp)
+        size = _make_pair(tmp / "full", script, env, (width, layers, batch))
+        # the same model with a tenth of the layers: peak memory must not follow the size
+        small = _make_pair(tmp / "small", script, env, (width, max(layers // 10, 2), batch))
+        os.sync()  # both tools read clean pages: no writeback of the fresh dumps mid-timing
+        repeat = 1 if h.quick else None
+        ts = _tensorsight(h, "tensorsight compare", tmp / "full", repeat)
+        ts_small = _tensorsight(h, "tensorsight compare, 1/10 of the layers", tmp / "small", repeat)
         if ms_env is not None:
-            steps = [str(tmp / side / "step0") for side in ("target", "bench")]
+            steps = [str(tmp / "full" / side / "step0") for side in ("target", "bench")]
             ms = h.measure_command(
                 "msprobe compare (anchor)",
                 [
@@ -154,8 +198,16 @@ def run(h: Harness) -> None:
             f"{size / 1e6:,.0f} MB in both; tensorsight compare {size / 1e6 / ts.median:,.1f} "
             "MB/s end to end (process start and imports included); goal >= 30x msprobe"
         )
+        h.note(
+            f"peak memory: {_mib(ts.peak_rss)} on {size / 1e6:,.0f} MB of dumps, "
+            f"{_mib(ts_small.peak_rss)} on {small / 1e6:,.0f} MB; goal: independent of the size"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _mib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**20:,.0f} MiB"
 
 
 def _check_exit(label: str, tmp: Path) -> None:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from tensorsight import __version__, cli
@@ -39,6 +42,36 @@ def test_every_subcommand_is_listed_in_help_with_an_example():
     for name, sub in subparsers.choices.items():
         assert name in listed
         assert "example" in sub.format_help().lower(), f"{name} --help has no example"
+
+
+def test_command_specs_name_the_entry_that_registers_each_command():
+    for command, spec in cli.COMMAND_SPECS.items():
+        assert spec in cli.SUBCOMMANDS, command
+        parser = cli.build_parser(command)
+        subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+        assert command in subparsers.choices, command
+    full = cli.build_parser("no-such-command")  # unknown words register everything
+    subparsers = next(a for a in full._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert set(cli.COMMAND_SPECS) <= set(subparsers.choices)
+
+
+def test_a_command_imports_only_its_own_part(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    code = (
+        "import sys\n"
+        "from tensorsight import cli\n"
+        f"code = cli.main(['--debug', 'compare', {str(a)!r}, {str(b)!r}])\n"
+        "parts = ('summary', 'migrate', 'board', 'landscape')\n"
+        "print(code, sorted(p for p in parts if 'tensorsight.' + p in sys.modules))\n"
+    )
+    a.mkdir()
+    b.mkdir()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert "DumpFormatError" in out.stderr  # --debug: the real error, raised
+    assert "tensorsight.summary" not in out.stderr
+    code = code.replace("'--debug', ", "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "2 []"
 
 
 def test_no_command_prints_help_and_exits_2(capsys):

@@ -12,7 +12,6 @@ import difflib
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Generic, TypeVar, cast
 
 from tensorsight.errors import RegistryError
@@ -105,9 +104,10 @@ class Registry(Generic[T]):
             RegistryError: ``name`` is unknown (the message suggests close names and lists
                 the choices) or its import failed (the message carries the reason).
         """
-        self._scan_entry_points()
         if name in self._loaded:
             return self._loaded[name]
+        if name not in self._entries:  # built-ins win over entry points: scan only for others
+            self._scan_entry_points()
         if name not in self._entries:
             choices = ", ".join(self._entries) or "none"
             close = difflib.get_close_matches(name, self._entries, n=1)
@@ -143,6 +143,8 @@ class Registry(Generic[T]):
             return
         self._scanned = True
         assert self._group is not None
+        from importlib import metadata  # ~25 ms to import: only when a scan is needed
+
         for ep in metadata.entry_points(group=self._group):
             if ep.name not in self._entries:  # built-ins win over third parties
                 self._entries[ep.name] = ep.value

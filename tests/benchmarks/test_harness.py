@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -34,6 +35,27 @@ def test_measure_command_records_peak_memory():
     assert len(result.seconds) == 2
     assert result.peak_rss is not None
     assert result.peak_rss > 60 * 1024 * 1024
+
+
+def _current_rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")
+def test_child_peak_memory_is_not_the_harness_peak():
+    """A child started after this process peaked does not report our peak (vfork would).
+
+    A forked child starts from our current resident set, so that is its floor; 400 MiB
+    allocated and freed before must not show.
+    """
+    big = bytearray(400 * 1024 * 1024)
+    big[::4096] = b"x" * len(big[::4096])
+    del big
+    h = Harness("cmd", repeat=1)
+    result = h.measure_command("small", [sys.executable, "-c", "pass"])
+    assert result.peak_rss is not None
+    assert result.peak_rss < _current_rss() + 100 * 1024 * 1024
 
 
 def test_measure_command_reports_a_failing_child():

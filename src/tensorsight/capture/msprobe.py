@@ -30,6 +30,7 @@ import numpy as np
 
 from tensorsight._lazy import lazy_import
 from tensorsight.capture import _fs
+from tensorsight.capture._ptfile import read_pt
 from tensorsight.capture.reader import RawTensor
 from tensorsight.capture.schema import TensorRecord, TensorStats
 from tensorsight.errors import DumpFormatError
@@ -159,6 +160,7 @@ class MsprobeStep:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._data = folder / "dump_tensor_data"
         self.meta: dict[str, Any] = {}
 
     def rows(self) -> list[TensorRecord]:
@@ -208,7 +210,11 @@ class MsprobeStep:
                 "Expected a file inside dump_tensor_data/."
             )
             raise DumpFormatError(msg)
-        path = self.folder / "dump_tensor_data" / name
+        path = self._data / name
+        if name.endswith(".pt"):
+            mapped = read_pt(path)  # the plain case, memory-mapped, without torch
+            if mapped is not None:
+                return RawTensor(*mapped)
         if not _fs.exists(path):
             msg = (
                 f"Tensor {row.name!r}: file {str(path)!r} is missing. "
@@ -217,32 +223,37 @@ class MsprobeStep:
             raise DumpFormatError(msg)
         if name.endswith(".npy"):
             try:
-                arr = np.load(path, allow_pickle=False)
+                arr = np.load(path, mmap_mode="r", allow_pickle=False)
             except (ValueError, OSError) as exc:
                 msg = f"Tensor file {str(path)!r}: unreadable .npy ({exc})."
                 raise DumpFormatError(msg) from exc
             return RawTensor(arr, str(arr.dtype))
-        torch = lazy_import("torch", extra="torch", needed_by="reading msprobe .pt files")
-        try:
-            t = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # torch raises many types for corrupt or unsafe files
-            msg = (
-                f"Tensor file {str(path)!r}: not loadable with weights_only=True "
-                f"({type(exc).__name__}: {exc}). Expected a plain tensor file."
-            )
-            raise DumpFormatError(msg) from exc
-        if not isinstance(t, torch.Tensor):
-            msg = f"Tensor file {str(path)!r}: holds {type(t).__name__}. Expected a tensor."
-            raise DumpFormatError(msg)
-        from tensorsight.capture._torch_stats import dtype_name
-
-        dtype = dtype_name(t.dtype)
-        t = t.detach().contiguous()
-        if dtype == "bfloat16":
-            return RawTensor(t.view(torch.int16).numpy().view(np.uint16), dtype)
-        if dtype.startswith("float8"):
-            return RawTensor(t.view(torch.uint8).numpy(), dtype)
-        return RawTensor(t.numpy(), dtype)
+        return _torch_load(path)
 
     def close(self) -> None:
         return None
+
+
+def _torch_load(path: Path) -> RawTensor:
+    """Every ``.pt`` file :func:`read_pt` leaves alone, through ``torch.load``."""
+    torch = lazy_import("torch", extra="torch", needed_by="reading msprobe .pt files")
+    try:
+        t = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for corrupt or unsafe files
+        msg = (
+            f"Tensor file {str(path)!r}: not loadable with weights_only=True "
+            f"({type(exc).__name__}: {exc}). Expected a plain tensor file."
+        )
+        raise DumpFormatError(msg) from exc
+    if not isinstance(t, torch.Tensor):
+        msg = f"Tensor file {str(path)!r}: holds {type(t).__name__}. Expected a tensor."
+        raise DumpFormatError(msg)
+    from tensorsight.capture._torch_stats import dtype_name
+
+    dtype = dtype_name(t.dtype)
+    t = t.detach().contiguous()
+    if dtype == "bfloat16":
+        return RawTensor(t.view(torch.int16).numpy().view(np.uint16), dtype)
+    if dtype.startswith("float8"):
+        return RawTensor(t.view(torch.uint8).numpy(), dtype)
+    return RawTensor(t.numpy(), dtype)

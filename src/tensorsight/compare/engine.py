@@ -356,13 +356,33 @@ class _Measure:
             out["custom"] = {s.key: float(s.func(yb, xt)) for s in self.custom}
         rel = pm.values["rel_euclidean"]
         big = rel > LAYOUT_CHECK_MIN_ERROR and yb.size <= LAYOUT_CHECK_MAX_ELEMS
-        if big and _sorted_equal(yb, xt, rel):
+        if big and _may_be_permuted(pm.values, rel) and _sorted_equal(yb, xt, rel):
             out["mechanism"] = "layout-transpose"
         return out
 
 
 LAYOUT_CHECK_MIN_ERROR = 0.05
 LAYOUT_CHECK_MAX_ELEMS = 1 << 24
+
+
+def _layout_tolerance(rel: float) -> float:
+    return min(1e-2, 0.1 * rel)
+
+
+def _may_be_permuted(values: dict[str, float], rel: float) -> bool:
+    """A necessary condition for :func:`_sorted_equal`, from the moments the kernel has.
+
+    If the sorted tensors differ by ``d = ||sort(t) - sort(b)|| < tol ||b||``, the means
+    differ by at most ``d / sqrt(n)`` and, centring being a projection, the standard
+    deviations too; ``||b|| / sqrt(n)`` is the bench's root mean square. So a pair whose
+    means or standard deviations differ by more than ``tol * rms(b)`` is not a permutation,
+    and the sort (a copy and O(n log n) per side, most of a comparison's time when every op
+    after a real bug diverges) is skipped. The slack covers rounding of the moments.
+    """
+    mb, mt = values["mean_bench"], values["mean_target"]
+    sb, st = values["std_bench"], values["std_target"]
+    bound = _layout_tolerance(rel) * math.sqrt(mb * mb + sb * sb) * (1 + 1e-6) + 1e-300
+    return abs(mt - mb) <= bound and abs(st - sb) <= bound
 
 
 def _sorted_equal(bench: np.ndarray, target: np.ndarray, rel: float) -> bool:
@@ -373,7 +393,7 @@ def _sorted_equal(bench: np.ndarray, target: np.ndarray, rel: float) -> bool:
     if norm == 0 or not np.isfinite(norm):
         return False
     diff = float(np.sqrt(np.square(t - b).sum())) / norm
-    return diff < min(1e-2, 0.1 * rel)
+    return diff < _layout_tolerance(rel)
 
 
 def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:

@@ -83,7 +83,8 @@ def register_metric(
         doc = (func.__doc__ or "").strip().splitlines()
         spec = MetricSpec(key, higher_is_better, func, doc[0] if doc else "", builtin)
         setattr(func, _SPEC_ATTR, spec)
-        if key in METRICS:
+        # registered entries only: scanning the entry points costs ~30 ms at import
+        if key in METRICS._entries:
             # An entry point names this key: loading it imports this module, which lands here.
             existing = METRICS._entries.get(key)
             if not isinstance(existing, str):

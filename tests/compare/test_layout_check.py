@@ -1,0 +1,53 @@
+"""The moment pre-check never rejects a pair the sorted comparison would accept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorsight.compare.engine import _may_be_permuted, _sorted_equal
+from tensorsight.compare.metrics import compare_arrays
+
+
+def _check(bench, target):
+    values = compare_arrays(bench, target).values
+    rel = values["rel_euclidean"]
+    return _may_be_permuted(values, rel), _sorted_equal(bench, target, rel)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_permutations_and_near_permutations_pass_the_pre_check(seed):
+    rng = np.random.default_rng(seed)
+    bench = (rng.standard_normal(4096) * rng.uniform(0.1, 10) + rng.uniform(-5, 5)).astype(
+        np.float32
+    )
+    target = rng.permutation(bench)
+    if seed % 2:  # values a little off as well: still sorted-equal for most seeds
+        target = target * np.float32(1 + rng.uniform(-1e-3, 1e-3))
+    pre, exact = _check(bench, target)
+    assert pre or not exact
+    if seed % 2 == 0:
+        assert pre
+        assert exact
+
+
+def test_scale_shift_and_noise_errors_skip_the_sort():
+    rng = np.random.default_rng(1)
+    bench = rng.standard_normal(4096).astype(np.float32)
+    for target in (bench * 1.2, bench + 0.3, bench + rng.standard_normal(4096) * 0.5):
+        pre, exact = _check(bench, target.astype(np.float32))
+        assert not pre
+        assert not exact
+
+
+def test_the_pre_check_is_necessary_on_random_pairs():
+    """Over many random pairs near the boundary the pre-check only drops non-permutations."""
+    rng = np.random.default_rng(2)
+    seen = set()
+    for _ in range(200):
+        bench = rng.standard_normal(256)
+        target = rng.permutation(bench) * (1 + rng.uniform(-0.02, 0.02)) + rng.normal(0, 0.005)
+        pre, exact = _check(bench, target)
+        assert pre or not exact
+        seen.add((pre, exact))
+    assert seen == {(True, True), (True, False), (False, False)}  # the boundary is exercised
