@@ -17,37 +17,13 @@ from tensorsight.data.readable import (
     is_parameter_update,
 )
 from tests.conftest import ROOT
+from tests.fixtures.train_step import write_train_step_graph
 
 torch = pytest.importorskip("torch")
 
 
 def _train_step_graph(tmp_path, optimizer: str) -> dict:
-    from tensorsight import SummaryWriter
-
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    if optimizer == "sgd":
-        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-    else:
-        opt = torch.optim.Adam(net.parameters(), lr=0.1, foreach=True)
-
-    class TrainStep(torch.nn.Module):
-        """One training step as a module: add_graph records forward, backward and update."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = net
-
-        def forward(self, x, y):
-            with torch.enable_grad():
-                opt.zero_grad()
-                loss = torch.nn.functional.cross_entropy(self.net(x), y)
-                loss.backward()
-                opt.step()
-            return loss.detach()
-
-    with SummaryWriter(str(tmp_path)) as w:
-        w.add_graph(TrainStep(), (torch.randn(3, 4), torch.tensor([0, 1, 1])))
+    write_train_step_graph(tmp_path, optimizer)
     return graph_impl(LogdirProvider(tmp_path), ".", "graph")
 
 

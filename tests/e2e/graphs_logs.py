@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import board_server
+from tests.fixtures.train_step import write_train_step_graph
 
 
 def write_model_logs(logdir: Path) -> None:
@@ -56,33 +57,6 @@ def write_model_files(logdir: Path) -> None:
     (logdir / "broken.onnx").write_bytes(b"\x08\x07\x12\xff\xff not a model")
 
 
-def write_training_step(logdir: Path) -> None:
-    """add_graph of a module whose forward is one SGD step with momentum."""
-    import torch
-
-    from tensorsight import SummaryWriter
-
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-
-    class TrainStep(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = net
-
-        def forward(self, x, y):
-            with torch.enable_grad():
-                opt.zero_grad()
-                loss = torch.nn.functional.cross_entropy(self.net(x), y)
-                loss.backward()
-                opt.step()
-            return loss.detach()
-
-    with SummaryWriter(str(logdir)) as w:
-        w.add_graph(TrainStep(), (torch.randn(3, 4), torch.tensor([0, 1, 1])))
-
-
 @pytest.fixture(scope="session")
 def model_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from tensorsight.data import LogdirProvider
@@ -99,7 +73,7 @@ def training_board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from tensorsight.data import LogdirProvider
 
     logdir = tmp_path_factory.mktemp("training-logs")
-    write_training_step(logdir / "train")
+    write_train_step_graph(logdir / "train")
     write_model_files(logdir / "onnx")
     with pytest.warns(UserWarning, match="broken.onnx"):
         provider = LogdirProvider(logdir)
