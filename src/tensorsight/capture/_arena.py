@@ -116,11 +116,12 @@ class CopyArena:
         if not self._regions:
             return 0 if size <= self.capacity else None
         tail = int(self._regions[0][0])
-        if head >= tail:  # free: [head, capacity) and [0, tail)
+        if head > tail:  # free: [head, capacity) and [0, tail)
             if head + size <= self.capacity:
                 return head
-            return 0 if size < tail else None
-        return head if head + size < tail else None  # free: [head, tail)
+            return 0 if size <= tail else None
+        # head < tail: free is [head, tail); head == tail with regions in use: full
+        return head if head + size <= tail and head < tail else None
 
     def close(self) -> None:
         """Free the block (copies still referenced keep it alive until they go)."""

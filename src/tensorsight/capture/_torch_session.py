@@ -16,7 +16,6 @@ from tensorsight.capture._recorder import Recorder
 from tensorsight.capture.backends import CAPTURE_BACKENDS
 from tensorsight.capture.writer import (
     DEFAULT_MAX_QUEUE_BYTES,
-    DEFAULT_SHARD_BYTES,
     DumpWriter,
     base_manifest,
 )
@@ -42,13 +41,6 @@ def _queue_bytes(options: dict[str, Any]) -> int:
     return int(options["max_queue_bytes"] or DEFAULT_MAX_QUEUE_BYTES)
 
 
-def _shard_bytes(options: dict[str, Any]) -> int:
-    """The shard size, at most a quarter of the copy arena: a shard's copies stay in the
-    arena until the shard is written, so a shard must fill before the arena does."""
-    shard = int(options["shard_bytes"] or DEFAULT_SHARD_BYTES)
-    return max(1, min(shard, _queue_bytes(options) // 4))
-
-
 def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -> tuple[Any, ...]:
     """Writer, recorder, module tracker and backend for one rank."""
     manifest = base_manifest(
@@ -69,7 +61,7 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
         fingerprint=ts.fingerprint,
         release=lambda copy: arena_box[0].release(copy) if arena_box else None,
         max_queue_bytes=options["max_queue_bytes"],
-        shard_bytes=_shard_bytes(options),
+        shard_bytes=options["shard_bytes"],
     )
     arena = None
     if options["mode"] != "statistics":

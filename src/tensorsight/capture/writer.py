@@ -32,6 +32,9 @@ MEASURE_COPY = "measure-copy"
 
 DEFAULT_MAX_QUEUE_BYTES = 1 << 30
 DEFAULT_SHARD_BYTES = 256 << 20
+# Bytes kept at the start of each shard for its safetensors header (about 600 tensors; a
+# shard whose header would not fit is closed early).
+SHARD_HEADER_BYTES = 64 << 10
 # Rows without a tensor are handed to the writer thread in batches of up to this many (one
 # queue hand-off, i.e. one thread wake-up, per batch instead of per row); a row carrying a
 # tensor, and any other message, sends the batch at once, so the order never changes.
@@ -114,9 +117,7 @@ class DumpWriter:
         # writer-thread state of the current step
         self._log: _table.StepLog | None = None
         self._step_dir: Path | None = None
-        self._shard: list[_safetensors.ShardEntry] = []
-        self._shard_copies: list[Any] = []  # the copies behind the entries, to release
-        self._shard_size = 0
+        self._shard: _safetensors.ShardStream | None = None
         self._shard_no = 0
         self._step_info: StepInfo | None = None
         # its two per-row counters, folded into _step_info by _sync() when it is read
@@ -338,8 +339,7 @@ class DumpWriter:
         _fs.make_dirs(step_dir)
         self._step_dir = step_dir
         self._log = _table.StepLog(step_dir)
-        self._shard, self._shard_size, self._shard_no = [], 0, 0
-        self._shard_copies = []
+        self._shard, self._shard_no = None, 0
         self._stored = {}
         self._measured = {}
         self._step_info = StepInfo(step=step)
@@ -407,35 +407,44 @@ class DumpWriter:
         )
 
     def _store(self, tensor: Any, dtype: str, shape: Any, same_as: str | None) -> str:
-        """Put a tensor into the current shard; returns its ``"<shard>:<key>"`` reference."""
+        """Write a tensor into the current shard; returns its ``"<shard>:<key>"`` reference.
+
+        The bytes go to the file at once (the shard's header is written when it is full),
+        so the copy can be released now and the disk is kept busy.
+        """
         data = self._to_bytes(tensor)
         key = f"t{self._tensor_count}"
+        shape = tuple(shape)
+        stream = self._shard
+        if stream is not None and not stream.fits(key, dtype, shape, data.nbytes):
+            self._flush_shard()
+            stream = None
+        if stream is None:
+            assert self._step_dir is not None
+            path = self._step_dir / f"tensors-{self._shard_no:05d}.safetensors"
+            stream = self._shard = _safetensors.ShardStream(path, SHARD_HEADER_BYTES)
         ref = f"tensors-{self._shard_no:05d}.safetensors:{key}"
-        self._shard.append(_safetensors.ShardEntry(key, dtype, tuple(shape), data))
-        self._shard_copies.append(tensor)
-        self._shard_size += data.nbytes
+        stream.add(key, dtype, shape, data)
+        del data
+        if self._release is not None:
+            self._release(tensor)
         if same_as is not None:
             self._stored[same_as] = ref
-        if self._shard_size >= self._shard_bytes:
+        if stream.data_bytes >= self._shard_bytes:
             self._flush_shard()
         return ref
 
     def _flush_shard(self) -> None:
-        if not self._shard or self._step_dir is None or self._step_info is None:
+        stream, self._shard = self._shard, None
+        if stream is None or self._step_info is None:
             return
         self._sync()
-        path = self._step_dir / f"tensors-{self._shard_no:05d}.safetensors"
         meta = {"format": "tensorsight-dump", "step": str(self._step_info.step)}
-        written = _safetensors.write_shard(path, self._shard, meta)
+        written = stream.finish(meta)
         self._step_info = dataclasses.replace(
             self._step_info, bytes_written=self._step_info.bytes_written + written
         )
-        self._shard, self._shard_size = [], 0
         self._shard_no += 1
-        copies, self._shard_copies = self._shard_copies, []
-        if self._release is not None:
-            for copy in copies:
-                self._release(copy)
 
     def _end(self, *, complete: bool, drop_if_empty: bool = False) -> None:
         if self._step_dir is None or self._step_info is None:
@@ -497,6 +506,9 @@ class DumpWriter:
         log, self._log = self._log, None
         if log is not None:
             log.abandon()
+        shard, self._shard = self._shard, None
+        if shard is not None:
+            shard.abandon()
         reason = f"writer failed: {type(exc).__name__}: {exc}"
         try:
             self.manifest = dataclasses.replace(
