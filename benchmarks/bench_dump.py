@@ -239,14 +239,19 @@ def _interleaved(
         for m in modes
     ]
     totals = [0.0] * len(modes)
+    ratios: list[list[float]] = [[] for _ in modes]
     for _ in range(rounds):
+        start = len(plain.seconds)
         _plain(h, plain.label, step, per_round)
+        base = statistics.median(plain.seconds[start:])
         for i, kwargs in enumerate(modes.values()):
             before = len(results[i].seconds)
             r = _tensorsight(h, results[i].label, step, per_round, **kwargs)
             totals[i] += sum(r.seconds[before:]) + float(r.notes["drain"])
-    for r, total in zip(results, totals, strict=True):
+            ratios[i].append(statistics.median(r.seconds[before:]) / base)
+    for r, total, rs in zip(results, totals, ratios, strict=True):
         r.notes["total_with_close"] = f"{total:.4f}"
+        r.notes["round_ratios"] = " ".join(f"{x:.2f}" for x in rs)
     return plain, results
 
 
@@ -256,9 +261,14 @@ def _ratio_note(r: Result, plain: Result) -> str:
         f"(medians of {len(r.seconds)} and {len(plain.seconds)} steps; fastest runs: "
         f"x{min(r.seconds) / min(plain.seconds):.2f}"
     )
-    if "total_with_close" in r.notes:
+    if "round_ratios" in r.notes:
+        rs = [float(x) for x in r.notes["round_ratios"].split()]
         per_step = float(r.notes["total_with_close"]) / len(r.seconds)
-        text += f"; with each dump's close: x{per_step / statistics.mean(plain.seconds):.2f}"
+        text += (
+            f"; median of the rounds' ratios: x{statistics.median(rs):.2f} "
+            f"[{r.notes['round_ratios']}]; with each dump's close: "
+            f"x{per_step / statistics.mean(plain.seconds):.2f}"
+        )
     return text + ")"
 
 

@@ -154,14 +154,35 @@ def _count(x: int | None) -> str:
 
 def encode_line(row: Sequence[Any]) -> str:
     """One log line (with its newline) for a row in :data:`schema.COLUMNS` order."""
-    (index, op, direction, module_path, tensor, shape, dtype, device,
-     mn, mx, mean, norm, nan, pinf, ninf, fp, data, grad_fn, stack) = row  # fmt: skip
-    return _LINE % (
-        index, _text(op), _text(direction), _text(module_path), _text(tensor),
-        ", ".join([str(int(d)) for d in shape]), _text(dtype), _text(device),
+    index, op, direction, module_path = row[:4]
+    head, tail = _op_parts(index, op, direction, module_path, row[17], row[18])
+    return head + _row_part(row[4:17]) + tail
+
+
+# an op's line = head (its identity before the tensor columns) + row part + tail
+_HEAD = '{"index": %d, "op": %s, "direction": %s, "module_path": %s, '
+_ROW = (
+    '"tensor": %s, "shape": [%s], "dtype": %s, "device": %s, "min": %s, "max": %s, '
+    '"mean": %s, "norm": %s, "nan_count": %s, "posinf_count": %s, "neginf_count": %s, '
+    '"fingerprint": %s, "data": %s'
+)
+_TAIL = ', "grad_fn": %s, "stack": %s}\n'
+assert (_HEAD + _ROW + _TAIL).count('": ') == len(COLUMNS)
+
+
+def _op_parts(
+    index: int, op: str, direction: str, module_path: str, grad_fn: Any, stack: Any
+) -> tuple[str, str]:
+    head = _HEAD % (index, _text(op), _text(direction), _text(module_path))
+    return head, _TAIL % (_text(grad_fn), _text(stack))
+
+
+def _row_part(tail: Sequence[Any]) -> str:
+    tensor, shape, dtype, device, mn, mx, mean, norm, nan, pinf, ninf, fp, data = tail
+    return _ROW % (
+        _text(tensor), ", ".join([str(int(d)) for d in shape]), _text(dtype), _text(device),
         _number(mn), _number(mx), _number(mean), _number(norm),
-        _count(nan), _count(pinf), _count(ninf),
-        _text(fp), _text(data), _text(grad_fn), _text(stack),
+        _count(nan), _count(pinf), _count(ninf), _text(fp), _text(data),
     )  # fmt: skip
 
 
@@ -180,8 +201,24 @@ class StepLog:
 
     def append(self, row: tuple[Any, ...]) -> None:
         """Add a row (a tuple in :data:`schema.COLUMNS` order); its line is buffered."""
-        self.rows.append(row)
-        self._lines.append(encode_line(row))
+        self.append_op(row[0], row[1], row[2], row[3], row[17], row[18], [row[4:17]])
+
+    def append_op(
+        self,
+        index: int,
+        op: str,
+        direction: str,
+        module_path: str,
+        grad_fn: str | None,
+        stack: str | None,
+        tails: Sequence[tuple[Any, ...]],
+    ) -> None:
+        """Add the rows of one op: ``tails`` hold the columns from ``tensor`` to ``data``."""
+        head, tail = _op_parts(index, op, direction, module_path, grad_fn, stack)
+        lines, rows = self._lines, self.rows
+        for t in tails:
+            lines.append(head + _row_part(t) + tail)
+            rows.append((index, op, direction, module_path, *t, grad_fn, stack))
 
     def flush(self) -> None:
         """Write the buffered lines to the log (the OS has them; no fsync)."""

@@ -369,6 +369,8 @@ class DumpWriter:
         log = self._log
         assert self._step_info is not None
         assert log is not None
+        tails = []
+        dtypes = self._dtypes
         for name, shape, dtype, device, stats, fp, tensor, same_as, store in entries:
             if stats is MEASURE_COPY or fp is MEASURE_COPY:
                 stats, fp = self._measure_copy(stats, fp, tensor, same_as)
@@ -380,13 +382,15 @@ class DumpWriter:
                 data = self._store(tensor, dtype, shape, same_as)
             elif same_as is not None:
                 data = self._stored.get(same_as)
-            values = _NO_STATS if stats is None else stats_columns(_stats_list(stats))
-            log.append(
-                (index, op, direction, module_path, name, tuple(shape), dtype, device,
-                 *values, fp, data, grad_fn, stack)
-            )  # fmt: skip
-            self._dtypes.add(dtype)
+            if stats is None:
+                values: tuple[Any, ...] = _NO_STATS
+            else:
+                values = stats_columns(stats if type(stats) is list else _stats_list(stats))
+            tails.append((name, tuple(shape), dtype, device, *values, fp, data))
+            if dtype not in dtypes:
+                dtypes.add(dtype)
             self._tensor_count += 1
+        log.append_op(index, op, direction, module_path, grad_fn, stack, tails)
         if index >= self._op_count:
             self._op_count = index + 1
 
