@@ -266,8 +266,8 @@ def _ratio_note(r: Result, plain: Result) -> str:
         per_step = float(r.notes["total_with_close"]) / len(r.seconds)
         text += (
             f"; median of the rounds' ratios: x{statistics.median(rs):.2f} "
-            f"[{r.notes['round_ratios']}]; with each dump's close: "
-            f"x{per_step / statistics.mean(plain.seconds):.2f}"
+            f"[{r.notes['round_ratios']}]; steps plus each dump's close, per step, over the "
+            f"plain median: x{per_step / plain.median:.2f}"
         )
     return text + ")"
 
