@@ -6,12 +6,16 @@ every new page faults in (and is zeroed by the kernel) and is unmapped again onc
 which measured here at 0.6-3 GB/s against 20-45 GB/s for a copy into memory already in
 use. The arena is one block of ``capacity`` bytes used as a ring: the recording thread
 takes regions at the head, the writer thread gives them back once it has written (or
-measured) the copy, and the ring's tail follows the oldest region still in use. A full ring
-makes the recording thread wait (back-pressure); when nothing is in use the ring starts
-again at 0, so a light workload only ever touches the start of the block.
+measured) the copy, and the ring's tail follows the oldest region still in use. When nothing
+is in use the ring starts again at 0, so a light workload only ever touches the start of the
+block.
 
-Tensors larger than a quarter of the arena, and every copy once the writer has failed, get
-a fresh allocation as before.
+A copy that does not fit (a full ring, or a tensor larger than a quarter of it) gets fresh
+memory, as before: the arena never waits. Waiting here could deadlock, since an op's own
+copies are not yet queued for the writer when its next tensor is copied (an op with many
+large inputs, such as a foreach optimizer step, can fill the ring by itself). Back-pressure
+stays with the writer's queue bound (``max_queue_bytes``), which the recording thread waits
+on when it hands the op over.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 import collections
 import ctypes
 import threading
-from collections.abc import Callable
 
 import torch
 
@@ -33,15 +36,13 @@ class CopyArena:
 
     Args:
         capacity: Bytes in the ring (allocated on first use; pages fault in as used).
-        is_failed: Returns ``True`` once the writer has stopped (no region will come back).
     """
 
-    def __init__(self, capacity: int, is_failed: Callable[[], bool]) -> None:
+    def __init__(self, capacity: int) -> None:
         self.capacity = max(int(capacity), 1 << 20)
-        self._is_failed = is_failed
         self._block: torch.Tensor | None = None
         self._base = 0  # data_ptr of the block
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._head = 0  # next free byte
         # regions in allocation order: [start, end, released]
         self._regions: collections.deque[list[int | bool]] = collections.deque()
@@ -50,11 +51,13 @@ class CopyArena:
     @property
     def used(self) -> int:
         """Bytes between the oldest region in use and the head (what the ring holds)."""
-        with self._cond:
+        with self._lock:
             if not self._regions:
                 return 0
             tail = int(self._regions[0][0])
-            return self._head - tail if self._head >= tail else self.capacity - tail + self._head
+            if self._head > tail:
+                return self._head - tail
+            return self.capacity - tail + self._head  # wrapped (head == tail: full)
 
     def copy(self, t: torch.Tensor) -> torch.Tensor:
         """A contiguous CPU copy of ``t`` (in the arena when it fits)."""
@@ -80,7 +83,7 @@ class CopyArena:
         if not isinstance(copy, torch.Tensor) or self._block is None:
             return
         start = copy.data_ptr() - self._base
-        with self._cond:
+        with self._lock:
             region = self._by_start.pop(start, None)
             if region is None:
                 return
@@ -90,28 +93,24 @@ class CopyArena:
                 regions.popleft()
             if not regions:
                 self._head = 0  # empty: start again at the beginning
-            self._cond.notify_all()
 
     def _take(self, nbytes: int) -> int | None:
         size = -(-nbytes // _ALIGN) * _ALIGN
-        with self._cond:
+        with self._lock:
             if self._block is None:
                 self._block = torch.empty(self.capacity, dtype=torch.uint8)
                 self._base = self._block.data_ptr()
-            while True:
-                start = self._fit(size)
-                if start is not None:
-                    region: list[int | bool] = [start, start + size, False]
-                    self._regions.append(region)
-                    self._by_start[start] = region
-                    self._head = start + size
-                    return start
-                if self._is_failed():
-                    return None
-                self._cond.wait(0.5)
+            start = self._fit(size)
+            if start is None:
+                return None
+            region: list[int | bool] = [start, start + size, False]
+            self._regions.append(region)
+            self._by_start[start] = region
+            self._head = start + size
+            return start
 
     def _fit(self, size: int) -> int | None:
-        """Where a region of ``size`` bytes fits now (``None``: wait for the writer)."""
+        """Where a region of ``size`` bytes fits now (``None``: it does not)."""
         head = self._head
         if not self._regions:
             return 0 if size <= self.capacity else None
@@ -125,7 +124,7 @@ class CopyArena:
 
     def close(self) -> None:
         """Free the block (copies still referenced keep it alive until they go)."""
-        with self._cond:
+        with self._lock:
             self._block = None
             self._regions.clear()
             self._by_start.clear()

@@ -65,7 +65,7 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
     )
     arena = None
     if options["mode"] != "statistics":
-        arena = CopyArena(_queue_bytes(options), lambda: writer.failed)
+        arena = CopyArena(_queue_bytes(options))
         arena_box.append(arena)
     recorder = Recorder(
         writer,
