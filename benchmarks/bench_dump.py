@@ -67,7 +67,7 @@ def build(kind, quick):
 """
 
 MSPROBE_CHILD = r"""
-import json, os, sys, tempfile, time, statistics
+import json, os, shutil, sys, tempfile, time, statistics
 import torch
 torch.set_num_threads(int(sys.argv[4]))
 from msprobe.pytorch import PrecisionDebugger
@@ -100,6 +100,7 @@ for task, level in json.loads(sys.argv[5]):
         if i:  # the first captured step builds hooks
             times.append(time.perf_counter() - t)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp) for f in fs)
+    shutil.rmtree(tmp, ignore_errors=True)  # tensor L1 leaves gigabytes
     out[f"{task} {level}"] = times
     out[f"{task} {level} bytes"] = size
     PrecisionDebugger._instance = None
