@@ -4,10 +4,17 @@ Models: a 50-layer 1024-wide MLP (batch 64, SGD step) and a tiny CNN (two convs,
 32x32). Each case times one training step (forward, backward, optimizer step) plus
 ``.step()`` of the dump; the dump is closed (writer drained) after the timed steps and
 that drain is timed separately for tensor mode. msprobe runs in a child process (the
-interpreter named by ``MSPROBE_PYTHON``, else this one if ``import msprobe`` works) that
-times its own plain step and its captured steps, so each tool's overhead is measured
-against a plain step in the same process. ``dd`` measures the disk's sequential write
-speed (``conv=fdatasync``) in the same run.
+interpreter named by ``MSPROBE_PYTHON``, else this one with ``$MSPROBE_PYTHONPATH`` on its
+path, else this one if ``import msprobe`` works) that times its own plain step and its
+captured steps, so each tool's overhead is measured against a plain step in the same
+process.
+
+``dd`` measures the disk's sequential write speed (``conv=fdatasync``) in the same run, twice:
+writing 1 GiB (the first figure; on a machine with much free memory this is mostly the speed
+of the page cache) and writing as many bytes as the tensor-mode dump wrote (the disk's
+sustained speed for that volume). The tensor-mode rate is the dump's bytes over its time
+beyond the plain steps, with the dump's files fdatasync'd before the clock stops, so that
+both sides count getting the bytes onto the disk.
 
 Goals (issue 4): statistics mode <= 1.5x the plain step on the MLP and <= 3x on the tiny
 CNN; tensor mode writes at >= 70 % of dd's speed.
@@ -60,7 +67,7 @@ def build(kind, quick):
 """
 
 MSPROBE_CHILD = r"""
-import json, os, sys, tempfile, time, statistics
+import json, os, shutil, sys, tempfile, time, statistics
 import torch
 torch.set_num_threads(int(sys.argv[4]))
 from msprobe.pytorch import PrecisionDebugger
@@ -93,6 +100,7 @@ for task, level in json.loads(sys.argv[5]):
         if i:  # the first captured step builds hooks
             times.append(time.perf_counter() - t)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp) for f in fs)
+    shutil.rmtree(tmp, ignore_errors=True)  # tensor L1 leaves gigabytes
     out[f"{task} {level}"] = times
     out[f"{task} {level} bytes"] = size
     PrecisionDebugger._instance = None
@@ -106,14 +114,38 @@ def _models() -> Any:
     return ns["build"]
 
 
+def _msprobe_env() -> dict[str, str]:
+    """The child's environment: ``$MSPROBE_PYTHONPATH`` (a ``pip install --target``
+    folder) put in front of its ``PYTHONPATH``."""
+    env = dict(os.environ)
+    extra = os.environ.get("MSPROBE_PYTHONPATH")
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (extra, env.get("PYTHONPATH")) if p)
+    return env
+
+
 def _msprobe_python() -> str | None:
     env = os.environ.get("MSPROBE_PYTHON")
     if env:
         return env
     probe = subprocess.run(
-        [sys.executable, "-c", "import msprobe"], capture_output=True, check=False
+        [sys.executable, "-c", "import msprobe"],
+        capture_output=True,
+        check=False,
+        env=_msprobe_env(),
     )
     return sys.executable if probe.returncode == 0 else None
+
+
+def _sync_tree(folder: str) -> None:
+    """fdatasync every file under ``folder`` (what ``dd conv=fdatasync`` does for its file)."""
+    for d, _, files in os.walk(folder):
+        for name in files:
+            fd = os.open(os.path.join(d, name), os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
 
 
 def _dd_speed(folder: str, mib: int) -> float:
@@ -136,7 +168,14 @@ def _bytes_in(folder: str) -> int:
     )
 
 
-def _tensorsight(h: Harness, label: str, step: Any, steps: int, **kwargs: Any) -> Result:
+def _tensorsight(
+    h: Harness, label: str, step: Any, steps: int, *, sync: bool = False, **kwargs: Any
+) -> Result:
+    """Time ``steps`` captured steps; notes: bytes, drain (close) and total seconds.
+
+    The first captured step (hooks, caches, writer thread) is not timed, nor are its bytes
+    counted; ``sync`` also fdatasyncs the dump's files after close, inside ``total``.
+    """
     import tensorsight
 
     folder = tempfile.mkdtemp(prefix="bench_dump_")
@@ -153,9 +192,20 @@ def _tensorsight(h: Harness, label: str, step: Any, steps: int, **kwargs: Any) -
         t = time.perf_counter()
         d.close()
         drain = time.perf_counter() - t
+        synced = 0.0
+        if sync:
+            t = time.perf_counter()
+            _sync_tree(folder)
+            synced = time.perf_counter() - t
         size = _bytes_in(folder)
-        total = sum(result.seconds) + drain
-        result.notes.update(bytes=str(size), drain=f"{drain:.3f}", total=f"{total:.3f}")
+        warm = _bytes_in(os.path.join(folder, "d", "rank0", "step0"))
+        total = sum(result.seconds) + drain + synced
+        result.notes.update(
+            bytes=str(size - warm),
+            drain=f"{drain:.3f}",
+            sync=f"{synced:.3f}",
+            total=f"{total:.3f}",
+        )
         return result
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -170,6 +220,57 @@ def _plain(h: Harness, label: str, step: Any, steps: int) -> Result:
         step()
         result.seconds.append(time.perf_counter() - t)
     return result
+
+
+def _interleaved(
+    h: Harness,
+    kind: str,
+    step: Any,
+    rounds: int,
+    per_round: int,
+    modes: dict[str, dict[str, Any]],
+) -> tuple[Result, list[Result]]:
+    """Plain and captured steps in alternating rounds (each round: ``per_round`` plain
+    steps, then ``per_round`` captured steps per mode in a new dump), so that a change in
+    the machine's load hits all cases alike. Notes ``total_with_close``: captured seconds
+    plus each dump's close."""
+    plain = h.results.setdefault(f"{kind} plain step", Result(f"{kind} plain step"))
+    results = [
+        h.results.setdefault(f"{kind} tensorsight {m}", Result(f"{kind} tensorsight {m}"))
+        for m in modes
+    ]
+    totals = [0.0] * len(modes)
+    ratios: list[list[float]] = [[] for _ in modes]
+    for _ in range(rounds):
+        start = len(plain.seconds)
+        _plain(h, plain.label, step, per_round)
+        base = statistics.median(plain.seconds[start:])
+        for i, kwargs in enumerate(modes.values()):
+            before = len(results[i].seconds)
+            r = _tensorsight(h, results[i].label, step, per_round, **kwargs)
+            totals[i] += sum(r.seconds[before:]) + float(r.notes["drain"])
+            ratios[i].append(statistics.median(r.seconds[before:]) / base)
+    for r, total, rs in zip(results, totals, ratios, strict=True):
+        r.notes["total_with_close"] = f"{total:.4f}"
+        r.notes["round_ratios"] = " ".join(f"{x:.2f}" for x in rs)
+    return plain, results
+
+
+def _ratio_note(r: Result, plain: Result) -> str:
+    text = (
+        f"{r.label}: x{r.median / plain.median:.2f} the plain step "
+        f"(medians of {len(r.seconds)} and {len(plain.seconds)} steps; fastest runs: "
+        f"x{min(r.seconds) / min(plain.seconds):.2f}"
+    )
+    if "round_ratios" in r.notes:
+        rs = [float(x) for x in r.notes["round_ratios"].split()]
+        per_step = float(r.notes["total_with_close"]) / len(r.seconds)
+        text += (
+            f"; median of the rounds' ratios: x{statistics.median(rs):.2f} "
+            f"[{r.notes['round_ratios']}]; steps plus each dump's close, per step, over the "
+            f"plain median: x{per_step / plain.median:.2f}"
+        )
+    return text + ")"
 
 
 def _writer_only(h: Harness, total_mib: int) -> float:
@@ -213,6 +314,7 @@ def _msprobe(h: Harness, python: str, kind: str, steps: int, tasks: list[list[st
         text=True,
         check=False,
         timeout=3600,
+        env=_msprobe_env(),
     )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
@@ -244,53 +346,59 @@ def run(h: Harness) -> None:
     steps = 2 if h.quick else max(3, h.repeat)
     msprobe_python = _msprobe_python()
 
-    # ---------------------------------------------------------------- MLP
+    # Statistics first, tensor mode (gigabytes written, then flushed by the kernel) last, so
+    # that the disk's writeback does not run under the statistics measurements.
+    # ---------------------------------------------------------------- statistics and md5
     _, mlp_step = build("mlp", h.quick)
-    plain = _plain(h, "mlp plain step", mlp_step, steps)
-    stats = _tensorsight(h, "mlp tensorsight statistics", mlp_step, steps)
-    md5 = _tensorsight(h, "mlp tensorsight md5", mlp_step, steps, mode="md5")
-    tensor = _tensorsight(h, "mlp tensorsight tensor", mlp_step, steps, mode="tensor")
+    _, cnn_step = build("cnn", h.quick)
+    rounds = max(1, h.repeat)
+    per_round = 2 if h.quick else 3
+    cnn_steps = per_round * 5
+    plain, (stats, md5) = _interleaved(
+        h,
+        "mlp",
+        mlp_step,
+        rounds,
+        per_round,
+        {"statistics": {}, "md5": {"mode": "md5"}},
+    )
     h.compare("mlp plain step")
-    for r in (stats, md5, tensor):
-        h.note(
-            f"{r.label}: x{r.median / plain.median:.2f} the plain step "
-            f"(fastest runs: x{min(r.seconds) / min(plain.seconds):.2f})"
-        )
+    for r in (stats, md5):
+        h.note(_ratio_note(r, plain))
+    cnn_plain, (cnn_stats,) = _interleaved(
+        h, "cnn", cnn_step, rounds, cnn_steps, {"statistics": {}}
+    )
+    h.note(_ratio_note(cnn_stats, cnn_plain))
+    if msprobe_python:
+        _msprobe(h, msprobe_python, "cnn", cnn_steps, [["statistics", "L1"]])
+        _msprobe(h, msprobe_python, "mlp", steps, [["statistics", "L1"], ["statistics", "mix"]])
+    else:
+        h.note("msprobe not found: set MSPROBE_PYTHON to an interpreter with mindstudio-probe")
+
+    # ---------------------------------------------------------------- tensor mode
+    tensor = _tensorsight(h, "mlp tensorsight tensor", mlp_step, steps, mode="tensor", sync=True)
+    h.note(_ratio_note(tensor, plain))
     written = int(tensor.notes["bytes"])
     total = float(tensor.notes["total"])
     extra = max(total - steps * plain.median, 1e-9)
     folder = tempfile.mkdtemp(prefix="bench_dd_")
     try:
         dd = _dd_speed(folder, 64 if h.quick else 1024)
+        dd_same = _dd_speed(folder, max(64, min(written >> 20, 16 << 10)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     rate = written / extra
     h.note(
         f"tensor mode: {written / 1e6:.0f} MB in {total:.2f} s incl. drain "
-        f"({tensor.notes['drain']} s); {rate / 1e6:.0f} MB/s over the plain step's time "
-        f"= {rate / dd:.0%} of dd's {dd / 1e6:.0f} MB/s (goal >= 70%)"
+        f"({tensor.notes['drain']} s) and fdatasync ({tensor.notes['sync']} s); "
+        f"{rate / 1e6:.0f} MB/s over the plain steps' time"
+    )
+    h.note(
+        f"  = {rate / dd_same:.0%} of dd writing the same {written >> 20} MiB "
+        f"({dd_same / 1e6:.0f} MB/s; goal >= 70%); {rate / dd:.0%} of dd writing 1 GiB "
+        f"({dd / 1e6:.0f} MB/s, mostly page cache)"
     )
     wrate = _writer_only(h, 256 if h.quick else 2048)
-    h.note(f"writer alone: {wrate / 1e6:.0f} MB/s = {wrate / dd:.0%} of dd's speed")
+    h.note(f"writer alone: {wrate / 1e6:.0f} MB/s = {wrate / dd:.0%} of dd's 1 GiB speed")
     if msprobe_python:
-        _msprobe(
-            h,
-            msprobe_python,
-            "mlp",
-            steps,
-            [["statistics", "L1"], ["statistics", "mix"], ["tensor", "L1"]],
-        )
-    else:
-        h.note("msprobe not found: set MSPROBE_PYTHON to an interpreter with mindstudio-probe")
-
-    # ---------------------------------------------------------------- tiny CNN
-    _, cnn_step = build("cnn", h.quick)
-    cnn_steps = steps * 5
-    cnn_plain = _plain(h, "cnn plain step", cnn_step, cnn_steps)
-    cnn_stats = _tensorsight(h, "cnn tensorsight statistics", cnn_step, cnn_steps)
-    h.note(
-        f"{cnn_stats.label}: x{cnn_stats.median / cnn_plain.median:.2f} the plain step "
-        f"(fastest runs: x{min(cnn_stats.seconds) / min(cnn_plain.seconds):.2f})"
-    )
-    if msprobe_python:
-        _msprobe(h, msprobe_python, "cnn", cnn_steps, [["statistics", "L1"]])
+        _msprobe(h, msprobe_python, "mlp", steps, [["tensor", "L1"]])

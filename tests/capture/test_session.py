@@ -237,9 +237,7 @@ def test_writer_error_surfaces_on_the_recording_thread(tmp_path):
         mode="tensor", level="op", framework="numpy", framework_version=np.__version__,
         device="cpu", rank=0, world_size=1,
     )  # fmt: skip
-    w = DumpWriter(
-        tmp_path / "rank0", m, to_stats=_np_stats.stats_from_values, to_bytes=_np_stats.array_bytes
-    )
+    w = DumpWriter(tmp_path / "rank0", m, to_bytes=_np_stats.array_bytes)
     w.begin_step(0)
     bad = {"index": 0, "op": "x", "direction": "forward", "tensor": "output.0", "shape": [1]}
     w.add({**bad, "dtype": "complex64"}, None, np.zeros(1, np.complex64))

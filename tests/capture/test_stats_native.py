@@ -189,3 +189,18 @@ def test_cache_entries_follow_the_storage_not_the_python_object():
         y = torch.full((10_000,), 5.0)
         assert cache.get(cache.key(y, exact=False)) is None
         del y
+
+
+@native
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_the_gil_keeping_and_gil_releasing_kernels_agree(dtype, monkeypatch):
+    from tensorsight.capture import _torch_stats
+
+    torch.manual_seed(0)
+    t = (torch.randn(5000) * 100).to(dtype)
+    t[7] = 0
+    held = stats_tensor(t)
+    monkeypatch.setattr(_torch_stats, "HELD_NUMEL", 0)  # every call releases the GIL now
+    released = stats_tensor(t)
+    assert held == released
+    _agree(held, stats_tensor(t, native=False))

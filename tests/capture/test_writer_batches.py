@@ -65,3 +65,47 @@ def test_tensor_mode_values_round_trip_across_steps_and_shards(tmp_path):
         for op, x in zip(step.ops, xs[3 * s : 3 * s + 3], strict=True):
             np.testing.assert_array_equal(step.load(op.inputs[0]), x.numpy())
             np.testing.assert_array_equal(step.load(op.outputs[0]), (-x).numpy())
+
+
+def test_row_back_pressure_keeps_every_row(tmp_path, monkeypatch):
+    from tensorsight.capture import writer
+
+    monkeypatch.setattr(writer, "MAX_QUEUE_ROWS", 3)  # the recorder waits almost every batch
+    monkeypatch.setattr(writer, "BATCH_ROWS", 2)
+    xs = [torch.randn(4) for _ in range(50)]
+    with tensorsight.dump(tmp_path / "d", level="op"):
+        for x in xs:
+            torch.neg(x)
+    step = read_dump(tmp_path / "d").step()
+    assert [op.inputs[0].stats.max for op in step.ops] == pytest.approx(
+        [float(x.max()) for x in xs]
+    )
+
+
+def test_the_manifest_catches_up_between_steps_without_a_close(tmp_path, monkeypatch):
+    import time
+
+    from tensorsight.capture import writer
+    from tensorsight.capture.schema import DumpManifest
+
+    monkeypatch.setattr(writer, "MANIFEST_SECS", 0.05)
+    d = tensorsight.dump(tmp_path / "d", level="op").start()
+    try:
+        for _ in range(3):
+            torch.neg(torch.ones(3))
+            d.step()
+        path = tmp_path / "d/rank0/manifest.json"
+        deadline = time.monotonic() + 10
+        done: list[int] = []
+        while time.monotonic() < deadline:
+            manifest = DumpManifest.from_json(path.read_text())
+            done = [s.step for s in manifest.steps if s.complete]
+            if done == [0, 1, 2]:
+                break
+            time.sleep(0.02)
+        assert done == [0, 1, 2]  # written by the idle writer, the dump still open
+        assert [s.step for s in manifest.steps] == [0, 1, 2, 3]  # step 3 is running
+        assert not manifest.complete
+    finally:
+        d.close()
+    assert read_dump(tmp_path / "d").complete

@@ -70,13 +70,19 @@ def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a file so that readers see either the old or the new content."""
+def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write a file so that readers see either the old or the new content.
+
+    The new content goes to a temporary name, then replaces the file (a rename), so a
+    process that dies at any point leaves the old or the new file. ``durable`` also waits
+    for the disk (fsync) before the rename, which only matters if the whole machine stops.
+    """
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

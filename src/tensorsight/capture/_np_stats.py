@@ -4,26 +4,35 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
 
 import numpy as np
 
 from tensorsight.capture import _stats_native
 from tensorsight.capture.schema import TensorStats
 
-__all__ = ["array_bytes", "array_stats", "fingerprint", "stats_from_values"]
+__all__ = ["array_bytes", "array_stats", "fingerprint", "stats_columns", "stats_from_values"]
 
 
-def stats_from_values(values: list[float]) -> TensorStats:
-    """``[min, max, sum, sumsq, nan, +inf, -inf, numel]`` -> :class:`TensorStats`."""
+def stats_columns(values: Sequence[float]) -> tuple[float, float, float, float, int, int, int]:
+    """``[min, max, sum, sumsq, nan, +inf, -inf, numel]`` -> the op table's statistics columns
+    ``(min, max, mean, norm, nan_count, posinf_count, neginf_count)``."""
     mn, mx, s, sq, nan, pinf, ninf, n = values
+    norm = math.sqrt(sq) if sq == sq else sq  # NaN stays NaN
+    return (float(mn), float(mx), s / n, norm, int(nan), int(pinf), int(ninf))
+
+
+def stats_from_values(values: Sequence[float]) -> TensorStats:
+    """``[min, max, sum, sumsq, nan, +inf, -inf, numel]`` -> :class:`TensorStats`."""
+    mn, mx, mean, norm, nan, pinf, ninf = stats_columns(values)
     return TensorStats(
         min=mn,
         max=mx,
-        mean=s / n,
-        norm=math.sqrt(sq) if sq == sq else sq,  # NaN stays NaN
-        nan_count=int(nan),
-        posinf_count=int(pinf),
-        neginf_count=int(ninf),
+        mean=mean,
+        norm=norm,
+        nan_count=nan,
+        posinf_count=pinf,
+        neginf_count=ninf,
     )
 
 

@@ -12,12 +12,12 @@ import os
 import traceback
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from tensorsight.capture import _torch_stats as ts
+from tensorsight.capture._arena import CopyArena
 from tensorsight.capture.writer import MEASURE_COPY, DumpWriter
 
 __all__ = ["Recorder", "Snapshot", "user_stack"]
@@ -38,19 +38,11 @@ def user_stack(limit: int = 12) -> str:
     return "\n".join(f"{f.filename}:{f.lineno} in {f.name}" for f in frames[-limit:])
 
 
-@dataclass
-class Snapshot:
-    """What was taken from one tensor when an op saw it."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    device: str
-    stats: Any
-    fingerprint: str | None
-    copy: Any
-    same_as: str | None
-    store: bool = True
+# What was taken from one tensor when an op saw it, in the writer's entry layout
+# (:data:`writer.Entry`): (name, shape, dtype, device, stats, fingerprint, copy, same_as,
+# store). A tuple, not a dataclass: a step can hold thousands and each costs a microsecond
+# to build as an object.
+Snapshot = tuple[str, Any, str, str, Any, Any, Any, "str | None", bool]
 
 
 class Recorder:
@@ -62,6 +54,8 @@ class Recorder:
         include: Glob patterns; an op is kept when one matches its name or module path.
         exclude: Glob patterns; an op is dropped when one matches its name or module path.
         stack: Record the user call stack of each forward op.
+        arena: Reused memory for tensor copies (modes tensor and md5); ``None``: fresh
+            memory for each copy.
     """
 
     def __init__(
@@ -72,11 +66,14 @@ class Recorder:
         include: Sequence[str] | None,
         exclude: Sequence[str] | None,
         stack: bool,
+        arena: CopyArena | None = None,
     ) -> None:
         self.writer = writer
+        self.arena = arena
         self.mode = mode
         self.include = tuple(include or ())
         self.exclude = tuple(exclude or ())
+        self.filtered = bool(self.include or self.exclude)  # False: wants() is always True
         self.stack = stack
         self.index = 0
         self.cache = ts.StatsCache()  # statistics and fingerprints: valid across steps
@@ -84,6 +81,7 @@ class Recorder:
         self._wants: dict[tuple[str, str], bool] = {}
         self._copy_id = 0
         self._bumped: list[tuple[weakref.ref[torch.Tensor], int, Any]] = []
+        self._one = self._one_statistics if mode == "statistics" else self._one_general
 
     def new_step(self) -> None:
         """Restart the execution index (cached statistics stay valid across steps)."""
@@ -111,7 +109,8 @@ class Recorder:
         """
         if self._bumped:
             self._flush_bumped()
-        return [self._one(name, t, fresh) for name, t in named]
+        one = self._one
+        return [one(name, t, fresh) for name, t in named]
 
     def after_bump(
         self, named: Sequence[tuple[str, torch.Tensor]], snaps: Sequence[Snapshot]
@@ -123,8 +122,9 @@ class Recorder:
         snapshot. A tensor whose version did not move by exactly one is not cached.
         """
         for (_, t), s in zip(named, snaps, strict=True):
-            if s.stats is not None and s.stats is not MEASURE_COPY and t.numel() > _CACHE_MIN_NUMEL:
-                self._bumped.append((weakref.ref(t), t._version + 1, s.stats))
+            stats = s[4]
+            if stats is not None and stats is not MEASURE_COPY and t.numel() > _CACHE_MIN_NUMEL:
+                self._bumped.append((weakref.ref(t), t._version + 1, stats))
 
     def _flush_bumped(self) -> None:
         for ref, version, stats in self._bumped:
@@ -133,7 +133,22 @@ class Recorder:
                 self.cache.put(self.cache.key(t, exact=False), t, stats)
         self._bumped.clear()
 
-    def _one(self, name: str, t: torch.Tensor, fresh: bool = False) -> Snapshot:
+    def _one_statistics(self, name: str, t: torch.Tensor, fresh: bool = False) -> Snapshot:
+        """Mode statistics: measure now (or reuse the measurement of the same memory)."""
+        if fresh or t.numel() <= _CACHE_MIN_NUMEL:  # small: cheaper to measure than look up
+            stats = ts.stats_tensor(t)
+        else:
+            cache = self.cache
+            key = cache.key(t, exact=False)
+            stats = cache.get(key)
+            if stats is None:
+                stats = ts.stats_tensor(t)
+                cache.put(key, t, stats)
+        device = "cpu" if t.is_cpu else _device_name(t)
+        return (name, t.shape, ts.dtype_name(t.dtype), device, stats, None, None, None, True)
+
+    def _one_general(self, name: str, t: torch.Tensor, fresh: bool = False) -> Snapshot:
+        """Modes tensor and md5 (and statistics of tensors that cannot be copied)."""
         cache = self.cache
         # small tensors are cheaper to measure again than to look up
         fresh = fresh or t.numel() <= _CACHE_MIN_NUMEL
@@ -146,25 +161,24 @@ class Recorder:
             stats = ts.stats_tensor(t)
             cache.put(key, t, stats)
         fp = copy = same_as = None
-        if self.mode != "statistics":
-            exact = None if fresh else cache.key(t, exact=True)
-            ekey = None if exact is None else ("exact", *exact)
-            hit = cache.get(ekey)
-            if self.mode == "md5":
-                if hit is None:
-                    hit = ts.fingerprint(t)
-                    cache.put(ekey, t, hit)
-                fp = hit
-            elif t.device.type != "meta" and dtype in _STORABLE:
-                hit = self.copies.get(ekey)
-                if hit is None:
-                    self._copy_id += 1
-                    same_as = f"c{self._copy_id}"
-                    copy = _cpu_copy(t)
-                    self.copies.put(ekey, t, same_as)
-                else:
-                    same_as = hit
-        return Snapshot(name, tuple(t.shape), dtype, _device_name(t), stats, fp, copy, same_as)
+        exact = None if fresh else cache.key(t, exact=True)
+        ekey = None if exact is None else ("exact", *exact)
+        hit = cache.get(ekey)
+        if self.mode == "md5":
+            if hit is None:
+                hit = ts.fingerprint(t)
+                cache.put(ekey, t, hit)
+            fp = hit
+        elif t.device.type != "meta" and dtype in _STORABLE:
+            hit = self.copies.get(ekey)
+            if hit is None:
+                self._copy_id += 1
+                same_as = f"c{self._copy_id}"
+                copy = self._copy(t)
+                self.copies.put(ekey, t, same_as)
+            else:
+                same_as = hit
+        return (name, t.shape, dtype, _device_name(t), stats, fp, copy, same_as, True)
 
     def _copied(self, name: str, t: torch.Tensor, dtype: str, fresh: bool) -> Snapshot:
         """Mode tensor, CPU tensors: copy now; the writer thread measures and stores the copy.
@@ -180,20 +194,22 @@ class Recorder:
         if same_as is None:
             self._copy_id += 1
             same_as = f"c{self._copy_id}"
-            copy = _cpu_copy(t)
+            copy = self._copy(t)
             cache.put(key, t, same_as)
         fp = MEASURE_COPY if self.mode == "md5" else None
         store = self.mode == "tensor"
-        return Snapshot(
-            name, tuple(t.shape), dtype, _device_name(t), MEASURE_COPY, fp, copy, same_as, store
-        )
+        return (name, t.shape, dtype, _device_name(t), MEASURE_COPY, fp, copy, same_as, store)
+
+    def _copy(self, t: torch.Tensor) -> torch.Tensor:
+        arena = self.arena
+        return _cpu_copy(t) if arena is None else arena.copy(t)
 
     def commit(
         self,
         op: str,
         direction: str,
         module_path: str,
-        snaps: Sequence[Snapshot],
+        snaps: list[Snapshot],
         *,
         grad_fn: str | None = None,
         stack: str | None = None,
@@ -201,22 +217,10 @@ class Recorder:
         """Queue the rows of one op under the next execution index."""
         index = self.index
         self.index += 1
-        for s in snaps:
-            row = {
-                "index": index,
-                "op": op,
-                "direction": direction,
-                "module_path": module_path,
-                "tensor": s.name,
-                "shape": list(s.shape),
-                "dtype": s.dtype,
-                "device": s.device,
-                "fingerprint": s.fingerprint,
-                "data": None,
-                "grad_fn": grad_fn,
-                "stack": stack,
-            }
-            self.writer.add(row, s.stats, s.copy, s.same_as, s.store)
+        nbytes = 0
+        if self.mode != "statistics":
+            nbytes = sum(int(s[6].nbytes) for s in snaps if s[6] is not None)
+        self.writer.add_op(index, op, direction, module_path, grad_fn, stack, snaps, nbytes)
 
 
 _CACHE_MIN_NUMEL = 1 << 13
@@ -264,21 +268,32 @@ def _matches(patterns: tuple[str, ...], op: str, module_path: str) -> bool:
     return any(fnmatch.fnmatchcase(op, p) or fnmatch.fnmatchcase(module_path, p) for p in patterns)
 
 
+_NAMES: dict[str, tuple[str, ...]] = {
+    p: tuple(f"{p}.{i}" for i in range(64)) for p in ("input", "output", "x")
+}
+
+
+def _name(prefix: str, i: int) -> str:
+    names = _NAMES.get(prefix)
+    return names[i] if names is not None and i < 64 else f"{prefix}.{i}"
+
+
 def iter_tensors(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
     """Name the tensors in an argument list / output: ``prefix.0``, ``prefix.1.0``, ..."""
+    tensor = torch.Tensor
+    if isinstance(value, tensor):
+        return [(_name(prefix, 0), value)]
     out: list[tuple[str, torch.Tensor]] = []
-    if isinstance(value, torch.Tensor):
-        return [(f"{prefix}.0", value)]
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            if isinstance(v, torch.Tensor):
-                out.append((f"{prefix}.{i}", v))
+            if isinstance(v, tensor):
+                out.append((_name(prefix, i), v))
             elif isinstance(v, (list, tuple)):
                 out.extend(
-                    (f"{prefix}.{i}.{j}", x) for j, x in enumerate(v) if isinstance(x, torch.Tensor)
+                    (f"{prefix}.{i}.{j}", x) for j, x in enumerate(v) if isinstance(x, tensor)
                 )
     elif isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(v, torch.Tensor):
+            if isinstance(v, tensor):
                 out.append((f"{prefix}.{k}", v))
     return out

@@ -27,6 +27,7 @@ __all__ = [
     "DTYPE_CODES",
     "ShardEntry",
     "ShardFile",
+    "ShardStream",
     "numpy_dtype",
     "to_float32",
     "write_shard",
@@ -154,6 +155,77 @@ def write_shard(path: Path, entries: Sequence[ShardEntry], metadata: dict[str, s
             f.write(e.data)
     tmp.replace(path)
     return 8 + len(blob) + offset
+
+
+class ShardStream:
+    """A safetensors file written tensor by tensor, as the tensors arrive.
+
+    The header must come first but is known only at the end, so ``reserve`` bytes are left
+    for it: each tensor's bytes go straight to the file after that space, and
+    :meth:`finish` writes the header, padded with spaces to fill the space exactly (the
+    format allows trailing spaces), then renames the file from its temporary name. A process
+    that dies before :meth:`finish` leaves only the temporary file.
+
+    Args:
+        path: The final ``.safetensors`` path.
+        reserve: Bytes kept for the 8-byte length and the header (a multiple of 8).
+    """
+
+    def __init__(self, path: Path, reserve: int) -> None:
+        self.path = path
+        self.reserve = reserve
+        self.data_bytes = 0
+        self._tmp = path.with_name(path.name + ".tmp")
+        self._file = _fs.open_write(self._tmp)
+        self._file.seek(reserve)
+        self._parts: list[str] = []
+        self._header_len = 2  # the braces
+
+    def fits(self, key: str, dtype: str, shape: tuple[int, ...], nbytes: int) -> bool:
+        """Whether one more tensor's header entry still fits the reserved space."""
+        part = self._part(key, dtype, shape, nbytes)
+        return self._header_len + len(part) + 1 + _META_ROOM <= self.reserve - 8
+
+    def add(self, key: str, dtype: str, shape: tuple[int, ...], data: memoryview) -> None:
+        """Append one tensor's bytes (call :meth:`fits` first)."""
+        part = self._part(key, dtype, shape, data.nbytes)
+        self._file.write(data)
+        self._parts.append(part)
+        self._header_len += len(part) + 1
+        self.data_bytes += data.nbytes
+
+    def _part(self, key: str, dtype: str, shape: tuple[int, ...], nbytes: int) -> str:
+        entry = {
+            "dtype": DTYPE_CODES[dtype],
+            "shape": list(shape),
+            "data_offsets": [self.data_bytes, self.data_bytes + nbytes],
+        }
+        return json.dumps(key) + ":" + json.dumps(entry, separators=(",", ":"))
+
+    def finish(self, metadata: dict[str, str]) -> int:
+        """Write the header, close and rename the file; return the bytes in it."""
+        meta = '"__metadata__":' + json.dumps(metadata, separators=(",", ":"))
+        blob = ("{" + ",".join([meta, *self._parts]) + "}").encode()
+        room = self.reserve - 8
+        if len(blob) > room:  # fits() keeps _META_ROOM free for the metadata
+            msg = f"Tensor shard {str(self.path)!r}: header of {len(blob)} bytes > {room}."
+            raise DumpFormatError(msg)
+        blob += b" " * (room - len(blob))
+        f = self._file
+        f.seek(0)
+        f.write(struct.pack("<Q", len(blob)))
+        f.write(blob)
+        f.close()
+        self._tmp.replace(self.path)
+        return self.reserve + self.data_bytes
+
+    def abandon(self) -> None:
+        """Close without finishing (the temporary file stays, like after a crash)."""
+        with contextlib.suppress(OSError):
+            self._file.close()
+
+
+_META_ROOM = 512  # header bytes kept free for the "__metadata__" entry
 
 
 class ShardFile:

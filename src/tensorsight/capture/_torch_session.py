@@ -10,10 +10,15 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from tensorsight.capture import _torch_stats as ts
+from tensorsight.capture._arena import CopyArena
 from tensorsight.capture._modules import ModuleTracker
 from tensorsight.capture._recorder import Recorder
 from tensorsight.capture.backends import CAPTURE_BACKENDS
-from tensorsight.capture.writer import DumpWriter, base_manifest
+from tensorsight.capture.writer import (
+    DEFAULT_MAX_QUEUE_BYTES,
+    DumpWriter,
+    base_manifest,
+)
 
 __all__ = ["build", "rank_and_world"]
 
@@ -32,6 +37,10 @@ def _device() -> str:
     return "cpu"
 
 
+def _queue_bytes(options: dict[str, Any]) -> int:
+    return int(options["max_queue_bytes"] or DEFAULT_MAX_QUEUE_BYTES)
+
+
 def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -> tuple[Any, ...]:
     """Writer, recorder, module tracker and backend for one rank."""
     manifest = base_manifest(
@@ -43,22 +52,28 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
         rank=rank,
         world_size=world_size,
     )
+    arena_box: list[CopyArena] = []
     writer = DumpWriter(
         rank_dir,
         manifest,
-        to_stats=ts.stats_from_values,
         to_bytes=ts.tensor_bytes,
         measure=ts.stats_tensor,
         fingerprint=ts.fingerprint,
+        release=lambda copy: arena_box[0].release(copy) if arena_box else None,
         max_queue_bytes=options["max_queue_bytes"],
         shard_bytes=options["shard_bytes"],
     )
+    arena = None
+    if options["mode"] != "statistics":
+        arena = CopyArena(_queue_bytes(options))
+        arena_box.append(arena)
     recorder = Recorder(
         writer,
         mode=options["mode"],
         include=options["include"],
         exclude=options["exclude"],
         stack=options["stack"],
+        arena=arena,
     )
     backend_cls = CAPTURE_BACKENDS.get(options["level"])
 
@@ -69,9 +84,17 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
         op = "tensorsight.param_grad"
         if not recorder.wants(op, path):
             return
-        with _disable_current_modes():
-            snaps = recorder.snapshot([(f"param.{name}", param), (f"grad.{name}", param.grad)])
-            recorder.commit(op, "backward", path, snaps)
+        paused = getattr(backend, "paused", None)
+        if paused is not None:  # level op: its mode lets this thread's own torch calls through
+            paused.on = True
+            try:
+                snaps = recorder.snapshot([(f"param.{name}", param), (f"grad.{name}", param.grad)])
+            finally:
+                paused.on = False
+        else:
+            with _disable_current_modes():
+                snaps = recorder.snapshot([(f"param.{name}", param), (f"grad.{name}", param.grad)])
+        recorder.commit(op, "backward", path, snaps)
 
     tracker = ModuleTracker(on_param_grad if options["level"] in ("op", "module") else None)
     backend = backend_cls(recorder, tracker)

@@ -51,23 +51,28 @@ _NUMPY_DTYPES = frozenset(
 _SMALL = 1 << 13  # elements; below this, numpy's per-call overhead beats torch's
 
 
-_NATIVE: dict[torch.dtype, Any] = {}
+# torch dtype -> (C function keeping the GIL, C function releasing it)
+_NATIVE: dict[torch.dtype, tuple[Any, Any]] = {}
 _NATIVE_STATE: list[bool] = []  # [loaded?]
+# Elements up to which the kernel keeps the GIL (about 10 us of work on float32).
+HELD_NUMEL = 1 << 16
 
 
-def _native_fns() -> dict[torch.dtype, Any]:
-    """torch dtype -> C statistics function (empty when the kernel cannot be built)."""
+def _native_fns() -> dict[torch.dtype, tuple[Any, Any]]:
+    """torch dtype -> C statistics functions (empty when the kernel cannot be built)."""
     if not _NATIVE_STATE:
         fns = _stats_native.load() or {}
+        held = _stats_native.load_held() or {}
         for name, fn in fns.items():
             dtype = getattr(torch, name, None)
             if isinstance(dtype, torch.dtype):
-                _NATIVE[dtype] = fn
+                _NATIVE[dtype] = (held.get(name, fn), fn)
         _NATIVE_STATE.append(True)
     return _NATIVE
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+_STRIDED = torch.strided
 
 
 def _one_block(x: torch.Tensor, n: int) -> int:
@@ -98,10 +103,11 @@ def stats_tensor(t: torch.Tensor, *, native: bool = True) -> torch.Tensor | list
     if n == 0:
         return None
     if native and t.is_cpu and type(t) in _PLAIN:  # no detach: only the memory is read
-        fn = (_NATIVE if _NATIVE_STATE else _native_fns()).get(t.dtype)
-        if fn is not None and t.layout == torch.strided and not (t.is_neg() or t.is_nested):
-            k = _one_block(t, n)
+        fns = (_NATIVE if _NATIVE_STATE else _native_fns()).get(t.dtype)
+        if fns is not None and t.layout is _STRIDED and not (t.is_neg() or t.is_nested):
+            k = 1 if t.is_contiguous() else _one_block(t, n)
             if k:
+                fn = fns[0] if n <= HELD_NUMEL else fns[1]
                 return _stats_native.buffer_stats(fn, t.data_ptr(), n // k, k)
     x = t.detach()
     if x.device.type == "meta":
@@ -231,7 +237,13 @@ class StatsCache:
             ptr = t.untyped_storage().data_ptr()
         except (RuntimeError, NotImplementedError):
             return None
-        layout: Any = (tuple(t.shape), t.stride()) if exact else _canonical_layout(t)
+        if exact:
+            layout: Any = (tuple(t.shape), t.stride())
+        elif t.is_contiguous():  # what _canonical_layout gives, without sorting the strides
+            n = t.numel()
+            layout = ((1, n),) if n > 1 else ()
+        else:
+            layout = _canonical_layout(t)
         return (ptr, t.storage_offset(), t.dtype, t.device, t._version, exact, layout)
 
     def get(self, key: tuple[Any, ...] | None) -> Any:

@@ -240,8 +240,13 @@ class DumpSession:
                 self._backend.stop()
             if self._tracker is not None:
                 self._tracker.close()
-            if self._writer is not None:
-                self._writer.close(complete=complete and not self._writer.failed, reason=reason)
+            try:
+                if self._writer is not None:
+                    self._writer.close(complete=complete and not self._writer.failed, reason=reason)
+            finally:
+                arena = getattr(self._recorder, "arena", None)
+                if arena is not None:
+                    arena.close()  # the writer is done with every copy
 
     def _check_open(self) -> None:
         if not self._started or self._closed:

@@ -2,16 +2,16 @@
 
 The recording thread only computes statistics (on the device) and hands rows to a
 bounded queue; the writer thread turns statistics into numbers, appends JSON lines to the
-step's ``ops.jsonl`` log, streams tensors into safetensors shards and, when a step ends,
-compacts the log into ``ops.parquet``. When the queue holds ``max_queue_bytes`` of tensors the
-recording thread waits (back-pressure). A write error (a full disk) stops the writer, marks
-the manifest incomplete and surfaces as :class:`CaptureError` on the recording thread.
+step's ``ops.jsonl`` log (keeping the rows in memory), streams tensors into safetensors
+shards and, when a step ends, writes ``ops.parquet`` from the rows in memory. When the queue
+holds ``max_queue_bytes`` of tensors (or ``MAX_QUEUE_ROWS`` rows) the recording thread waits
+(back-pressure). A write error (a full disk) stops the writer, marks the manifest
+incomplete and surfaces as :class:`CaptureError` on the recording thread.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import queue
 import sys
 import threading
@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from tensorsight._version import __version__
 from tensorsight.capture import _fs, _safetensors, _table
-from tensorsight.capture.schema import DumpManifest, StepInfo, TensorStats
+from tensorsight.capture._np_stats import stats_columns
+from tensorsight.capture.schema import DumpManifest, StepInfo
 from tensorsight.errors import CaptureError
 
 __all__ = ["MEASURE_COPY", "DumpWriter", "PendingTensor"]
@@ -31,10 +32,19 @@ MEASURE_COPY = "measure-copy"
 
 DEFAULT_MAX_QUEUE_BYTES = 1 << 30
 DEFAULT_SHARD_BYTES = 256 << 20
+# Bytes kept at the start of each shard for its safetensors header (about 600 tensors; a
+# shard whose header would not fit is closed early).
+SHARD_HEADER_BYTES = 64 << 10
 # Rows without a tensor are handed to the writer thread in batches of up to this many (one
 # queue hand-off, i.e. one thread wake-up, per batch instead of per row); a row carrying a
 # tensor, and any other message, sends the batch at once, so the order never changes.
 BATCH_ROWS = 128
+# Between steps the manifest is rewritten at most this often (it lists every step so far, so
+# rewriting it at every step end would cost O(steps) each time); the writer catches up as
+# soon as it is idle for that long, and close() and a failure always write it.
+MANIFEST_SECS = 1.0
+# Rows queued for the writer thread before the recording thread waits (about 100 MB).
+MAX_QUEUE_ROWS = 500_000
 
 
 class PendingTensor(Protocol):
@@ -44,12 +54,15 @@ class PendingTensor(Protocol):
     def nbytes(self) -> int: ...
 
 
-_STATS_FIELDS = tuple(f.name for f in dataclasses.fields(TensorStats))
+_NO_STATS = (None, None, None, None, None, None, None)
+
+# One tensor of an op, as the recording thread hands it over: (tensor name, shape, dtype,
+# device, stats object, fingerprint, tensor copy or None, same_as id or None, store?).
+Entry = tuple[str, Any, str, str, Any, Any, Any, "str | None", bool]
 
 
-def _stats_list(stats: Any) -> list[float]:
-    values = stats.tolist() if hasattr(stats, "tolist") else stats
-    return [float(v) for v in values]
+def _stats_list(stats: Any) -> Any:
+    return stats.tolist() if hasattr(stats, "tolist") else stats
 
 
 class DumpWriter:
@@ -58,11 +71,12 @@ class DumpWriter:
     Args:
         rank_dir: ``DUMP/rank<N>`` (created; must be empty or absent).
         manifest: The manifest to start from (``complete=False``, no steps).
-        to_stats: Turns a stats object (e.g. a device tensor) into :class:`TensorStats`.
         to_bytes: Turns a stored tensor into contiguous bytes.
         measure: Computes the stats object of a stored copy, for rows whose stats are
             :data:`MEASURE_COPY` (the copy is measured here, off the training thread).
         fingerprint: Computes the fingerprint of a copy, for ``MEASURE_COPY`` fingerprints.
+        release: Called with each tensor copy once the writer is done with it (written to
+            its shard, or measured when not stored): the copy's memory may be reused.
         max_queue_bytes: Tensor bytes allowed in flight before the recorder waits.
         shard_bytes: Target size of one safetensors shard.
     """
@@ -72,45 +86,49 @@ class DumpWriter:
         rank_dir: Path,
         manifest: DumpManifest,
         *,
-        to_stats: Any,
         to_bytes: Any,
         measure: Any = None,
         fingerprint: Any = None,
+        release: Any = None,
         max_queue_bytes: int | None = None,
         shard_bytes: int | None = None,
     ) -> None:
         self.rank_dir = rank_dir
         self.manifest = manifest
-        self._to_stats = to_stats
         self._to_bytes = to_bytes
         self._measure = measure
         self._fingerprint = fingerprint
+        self._release = release
         self._measured: dict[str, Any] = {}
         self._max_bytes = max_queue_bytes or DEFAULT_MAX_QUEUE_BYTES
         self._shard_bytes = shard_bytes or DEFAULT_SHARD_BYTES
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._cond = threading.Condition()
         self._pending_bytes = 0
-        self._batch: list[tuple[Any, ...]] = []
+        self._pending_rows = 0
+        self._batch: list[tuple[tuple[Any, ...], int]] = []
         self._batch_bytes = 0
+        self._batch_rows = 0
         self._batch_lock = threading.Lock()
         self._error: BaseException | None = None
         self._closed = False
         self._dtypes: set[str] = set(manifest.dtypes)
         self._steps: list[StepInfo] = list(manifest.steps)
         # writer-thread state of the current step
-        self._log: Any = None
+        self._log: _table.StepLog | None = None
         self._step_dir: Path | None = None
-        self._shard: list[_safetensors.ShardEntry] = []
-        self._shard_size = 0
+        self._shard: _safetensors.ShardStream | None = None
         self._shard_no = 0
         self._step_info: StepInfo | None = None
         # its two per-row counters, folded into _step_info by _sync() when it is read
         self._op_count = 0
         self._tensor_count = 0
         self._stored: dict[str, str] = {}
+        self._manifest_written = 0.0
+        self._manifest_due: float | None = None  # when a pending manifest rewrite is due
+        _table.preload()
         _fs.make_dirs(rank_dir)
-        self._write_manifest()
+        self._write_manifest(durable=True)
         self._thread = threading.Thread(
             target=self._run, name="tensorsight-dump-writer", daemon=True
         )
@@ -131,14 +149,51 @@ class DumpWriter:
     ) -> None:
         """Queue one op-table row with its stats object and, optionally, a tensor copy.
 
-        ``same_as`` is an id chosen by the caller: with a tensor it names the copy;
-        without one, the row reuses what was done with the copy queued earlier under that
-        id (a weight read by several ops is stored and measured once per step). ``stats``
-        or ``row["fingerprint"]`` may be :data:`MEASURE_COPY`: computed here from the copy.
-        ``store=False`` only measures the copy, without writing it.
+        ``row`` holds the identity columns (``index``, ``op``, ``direction``,
+        ``module_path``, ``tensor``, ``shape``, ``dtype``, ``device``, ``fingerprint``,
+        ``grad_fn``, ``stack``). ``same_as`` is an id chosen by the caller: with a tensor it
+        names the copy; without one, the row reuses what was done with the copy queued
+        earlier under that id (a weight read by several ops is stored and measured once per
+        step). ``stats`` or ``row["fingerprint"]`` may be :data:`MEASURE_COPY`: computed
+        here from the copy. ``store=False`` only measures the copy, without writing it.
         """
+        entry = (
+            row["tensor"], row["shape"], row["dtype"], row.get("device") or "cpu", stats,
+            row.get("fingerprint"), tensor, same_as, store,
+        )  # fmt: skip
         nbytes = int(tensor.nbytes) if tensor is not None else 0
-        self._put(("row", row, stats, tensor, same_as, store), nbytes)
+        self.add_op(
+            row["index"], row["op"], row["direction"], row.get("module_path") or "",
+            row.get("grad_fn"), row.get("stack"), [entry], nbytes,
+        )  # fmt: skip
+
+    def add_op(
+        self,
+        index: int,
+        op: str,
+        direction: str,
+        module_path: str,
+        grad_fn: str | None,
+        stack: str | None,
+        entries: list[Entry],
+        nbytes: int = 0,
+    ) -> None:
+        """Queue the rows of one op: one :data:`Entry` per tensor (see :meth:`add`).
+
+        ``nbytes`` is the size of the tensor copies among the entries (back-pressure).
+        """
+        item = ("op", index, op, direction, module_path, grad_fn, stack, entries)
+        self._check_open()
+        if nbytes:
+            self._wait_for_room(nbytes)
+        with self._batch_lock:
+            self._batch.append((item, nbytes))
+            self._batch_bytes += nbytes
+            self._batch_rows += len(entries)
+            if nbytes or self._batch_rows >= BATCH_ROWS:
+                self._send_batch()
+        if self._pending_rows > MAX_QUEUE_ROWS:
+            self._wait_for_rows()
 
     def set_step_fields(self, **fields: Any) -> None:
         """Set fields of the current step's :class:`StepInfo` (e.g. outputs_fingerprint)."""
@@ -173,34 +228,45 @@ class DumpWriter:
         """Whether the writer stopped on an error."""
         return self._error is not None
 
-    def _put(self, item: tuple[Any, ...], nbytes: int) -> None:
+    def _check_open(self) -> None:
         self._raise_pending()
         if self._closed:
             msg = f"Dump {str(self.rank_dir)!r}: the writer is closed. Expected an open dump."
             raise CaptureError(msg)
+
+    def _put(self, item: tuple[Any, ...], nbytes: int) -> None:
+        self._check_open()
         if nbytes:
-            with self._cond:
-                while self._pending_bytes > 0 and self._pending_bytes + nbytes > self._max_bytes:
-                    if self._error is not None:
-                        break
-                    self._cond.wait(0.5)
-                self._pending_bytes += nbytes
+            self._wait_for_room(nbytes)
         with self._batch_lock:
-            if item[0] == "row":
-                self._batch.append((*item, nbytes))
-                self._batch_bytes += nbytes
-                if nbytes or len(self._batch) >= BATCH_ROWS:
-                    self._send_batch()
-                return
             self._send_batch()
             self._queue.put(item)
 
+    def _wait_for_room(self, nbytes: int) -> None:
+        """Back-pressure: wait while the queued tensor bytes would pass ``max_queue_bytes``."""
+        with self._cond:
+            while self._pending_bytes > 0 and self._pending_bytes + nbytes > self._max_bytes:
+                if self._error is not None:
+                    break
+                self._cond.wait(0.5)
+            self._pending_bytes += nbytes
+
+    def _wait_for_rows(self) -> None:
+        """Back-pressure on rows (statistics mode queues no tensor bytes): wait while more
+        than ``MAX_QUEUE_ROWS`` rows are queued."""
+        with self._cond:
+            while self._pending_rows > MAX_QUEUE_ROWS and self._error is None:
+                self._cond.wait(0.5)
+
     def _send_batch(self) -> None:
-        """Queue the pending rows as one message (the caller holds ``_batch_lock``)."""
+        """Queue the pending ops as one message (the caller holds ``_batch_lock``)."""
         if self._batch:
-            self._queue.put(("rows", self._batch, self._batch_bytes))
+            with self._cond:
+                self._pending_rows += self._batch_rows
+            self._queue.put(("ops", self._batch, self._batch_bytes, self._batch_rows))
             self._batch = []
             self._batch_bytes = 0
+            self._batch_rows = 0
 
     def _raise_pending(self) -> None:
         err = self._error
@@ -214,22 +280,30 @@ class DumpWriter:
     # ------------------------------------------------------------ writer thread
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            if self._manifest_due is None:
+                item = self._queue.get()
+            else:
+                try:
+                    item = self._queue.get(timeout=max(0.0, self._manifest_due - time.monotonic()))
+                except queue.Empty:
+                    self._catch_up_manifest()
+                    continue
             kind = item[0]
-            for one in item[1] if kind == "rows" else (item,):
+            for one in [op for op, _ in item[1]] if kind == "ops" else (item,):
                 try:
                     if self._error is None:
                         self._handle(one)
                 except BaseException as exc:  # any failure: stop writing, keep the dump readable
                     self._error = exc
                     self._mark_failed(exc)
-            if kind == "rows" and item[2]:
+            if kind == "ops":
                 with self._cond:
                     self._pending_bytes -= item[2]
+                    self._pending_rows -= item[3]
                     self._cond.notify_all()
             if kind == "close":
                 return
-            if self._log is not None and self._queue.empty():
+            if self._log is not None and self._error is None and self._queue.empty():
                 try:
                     self._log.flush()
                 except OSError as exc:
@@ -238,8 +312,8 @@ class DumpWriter:
 
     def _handle(self, item: tuple[Any, ...]) -> None:
         kind = item[0]
-        if kind == "row":
-            self._write_row(*item[1:6])
+        if kind == "op":
+            self._write_op(*item[1:])
         elif kind == "begin":
             self._begin(item[1])
         elif kind == "end":
@@ -264,8 +338,8 @@ class DumpWriter:
         step_dir = self.rank_dir / f"step{step}"
         _fs.make_dirs(step_dir)
         self._step_dir = step_dir
-        self._log = _fs.open_append(step_dir / _table.LOG_NAME)
-        self._shard, self._shard_size, self._shard_no = [], 0, 0
+        self._log = _table.StepLog(step_dir)
+        self._shard, self._shard_no = None, 0
         self._stored = {}
         self._measured = {}
         self._step_info = StepInfo(step=step)
@@ -282,64 +356,98 @@ class DumpWriter:
                 info, op_count=self._op_count, tensor_count=self._tensor_count
             )
 
-    def _write_row(
-        self, row: dict[str, Any], stats: Any, tensor: Any, same_as: str | None, store: bool
+    def _write_op(
+        self,
+        index: int,
+        op: str,
+        direction: str,
+        module_path: str,
+        grad_fn: str | None,
+        stack: str | None,
+        entries: list[Entry],
     ) -> None:
+        log = self._log
         assert self._step_info is not None
-        assert self._log is not None
-        wants_fp = row.get("fingerprint") is MEASURE_COPY
-        if stats is MEASURE_COPY or wants_fp:
-            if tensor is not None:
-                measured = (
-                    self._measure(tensor) if stats is MEASURE_COPY else None,
-                    self._fingerprint(tensor) if wants_fp else None,
-                )
-                if same_as is not None:
-                    self._measured[same_as] = measured
+        assert log is not None
+        tails = []
+        dtypes = self._dtypes
+        for name, shape, dtype, device, stats, fp, tensor, same_as, store in entries:
+            if stats is MEASURE_COPY or fp is MEASURE_COPY:
+                stats, fp = self._measure_copy(stats, fp, tensor, same_as)
+            data = None
+            if not store:
+                if tensor is not None and self._release is not None:
+                    self._release(tensor)
+            elif tensor is not None:
+                data = self._store(tensor, dtype, shape, same_as)
+            elif same_as is not None:
+                data = self._stored.get(same_as)
+            if stats is None:
+                values: tuple[Any, ...] = _NO_STATS
             else:
-                measured = self._measured.get(same_as or "", (None, None))
-            if stats is MEASURE_COPY:
-                stats = measured[0]
-            if wants_fp:
-                row["fingerprint"] = measured[1]
-        if stats is not None:
-            s: TensorStats = self._to_stats(_stats_list(stats))
-            for name in _STATS_FIELDS:  # dataclasses.asdict, without its deep copy
-                row[name] = getattr(s, name)
-        if not store:
-            pass
-        elif tensor is not None:
-            data = self._to_bytes(tensor)
-            key = f"t{self._tensor_count}"
-            shard_name = f"tensors-{self._shard_no:05d}.safetensors"
-            self._shard.append(
-                _safetensors.ShardEntry(key, row["dtype"], tuple(row["shape"]), data)
+                values = stats_columns(stats if type(stats) is list else _stats_list(stats))
+            tails.append((name, tuple(shape), dtype, device, *values, fp, data))
+            if dtype not in dtypes:
+                dtypes.add(dtype)
+            self._tensor_count += 1
+        log.append_op(index, op, direction, module_path, grad_fn, stack, tails)
+        if index >= self._op_count:
+            self._op_count = index + 1
+
+    def _measure_copy(self, stats: Any, fp: Any, tensor: Any, same_as: str | None) -> Any:
+        """Statistics and fingerprint placeholders (:data:`MEASURE_COPY`) filled from a copy."""
+        if tensor is not None:
+            measured = (
+                self._measure(tensor) if stats is MEASURE_COPY else None,
+                self._fingerprint(tensor) if fp is MEASURE_COPY else None,
             )
-            self._shard_size += data.nbytes
-            row["data"] = f"{shard_name}:{key}"
             if same_as is not None:
-                self._stored[same_as] = row["data"]
-            if self._shard_size >= self._shard_bytes:
-                self._flush_shard()
-        elif same_as is not None:
-            row["data"] = self._stored.get(same_as)
-        self._dtypes.add(row["dtype"])
-        if row["index"] >= self._op_count:
-            self._op_count = row["index"] + 1
-        self._tensor_count += 1
-        self._log.write(json.dumps(row, allow_nan=True).encode() + b"\n")
+                self._measured[same_as] = measured
+        else:
+            measured = self._measured.get(same_as or "", (None, None))
+        return (
+            measured[0] if stats is MEASURE_COPY else stats,
+            measured[1] if fp is MEASURE_COPY else fp,
+        )
+
+    def _store(self, tensor: Any, dtype: str, shape: Any, same_as: str | None) -> str:
+        """Write a tensor into the current shard; returns its ``"<shard>:<key>"`` reference.
+
+        The bytes go to the file at once (the shard's header is written when it is full),
+        so the copy can be released now and the disk is kept busy.
+        """
+        data = self._to_bytes(tensor)
+        key = f"t{self._tensor_count}"
+        shape = tuple(shape)
+        stream = self._shard
+        if stream is not None and not stream.fits(key, dtype, shape, data.nbytes):
+            self._flush_shard()
+            stream = None
+        if stream is None:
+            assert self._step_dir is not None
+            path = self._step_dir / f"tensors-{self._shard_no:05d}.safetensors"
+            stream = self._shard = _safetensors.ShardStream(path, SHARD_HEADER_BYTES)
+        ref = f"tensors-{self._shard_no:05d}.safetensors:{key}"
+        stream.add(key, dtype, shape, data)
+        del data
+        if self._release is not None:
+            self._release(tensor)
+        if same_as is not None:
+            self._stored[same_as] = ref
+        if stream.data_bytes >= self._shard_bytes:
+            self._flush_shard()
+        return ref
 
     def _flush_shard(self) -> None:
-        if not self._shard or self._step_dir is None or self._step_info is None:
+        stream, self._shard = self._shard, None
+        if stream is None or self._step_info is None:
             return
         self._sync()
-        path = self._step_dir / f"tensors-{self._shard_no:05d}.safetensors"
         meta = {"format": "tensorsight-dump", "step": str(self._step_info.step)}
-        written = _safetensors.write_shard(path, self._shard, meta)
+        written = stream.finish(meta)
         self._step_info = dataclasses.replace(
             self._step_info, bytes_written=self._step_info.bytes_written + written
         )
-        self._shard, self._shard_size = [], 0
         self._shard_no += 1
 
     def _end(self, *, complete: bool, drop_if_empty: bool = False) -> None:
@@ -347,26 +455,44 @@ class DumpWriter:
             return
         self._flush_shard()
         self._sync()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        log, self._log = self._log, None
         if drop_if_empty and self._step_info.tensor_count == 0:
+            if log is not None:
+                log.close()
             _fs.remove_tree(self._step_dir)
             self._step_dir, self._step_info = None, None
             self._write_manifest()
             return
-        _table.compact(self._step_dir)
+        if log is not None:
+            log.compact()
+        else:
+            _table.compact(self._step_dir)
         self._steps.append(dataclasses.replace(self._step_info, complete=complete))
         self._step_dir, self._step_info = None, None
-        self._write_manifest()
+        if self._manifest_due is None:
+            self._manifest_due = self._manifest_written + MANIFEST_SECS
+        if time.monotonic() >= self._manifest_due:
+            self._write_manifest()
+
+    def _catch_up_manifest(self) -> None:
+        """Write the manifest that step ends left pending (called when it is due)."""
+        if self._error is None:
+            try:
+                self._write_manifest()
+            except OSError as exc:
+                self._error = exc
+                self._mark_failed(exc)
+        self._manifest_due = None
 
     def _finish(self, *, complete: bool, reason: str | None) -> None:
         self.manifest = dataclasses.replace(
             self.manifest, complete=complete, incomplete_reason=None if complete else reason
         )
-        self._write_manifest()
+        self._write_manifest(durable=True)
 
-    def _write_manifest(self) -> None:
+    def _write_manifest(self, *, durable: bool = False) -> None:
+        """Rewrite the manifest (atomically). Between steps it is not fsync'd: a process that
+        dies still leaves the last one written; the final one (close, failure) is."""
         steps = list(self._steps)
         self._sync()
         if self._step_info is not None:
@@ -374,21 +500,25 @@ class DumpWriter:
         self.manifest = dataclasses.replace(
             self.manifest, dtypes=tuple(sorted(self._dtypes)), steps=tuple(steps)
         )
-        _fs.write_text_atomic(self.rank_dir / "manifest.json", self.manifest.to_json())
+        _fs.write_text_atomic(
+            self.rank_dir / "manifest.json", self.manifest.to_json(), durable=durable
+        )
+        self._manifest_written = time.monotonic()
+        self._manifest_due = None
 
     def _mark_failed(self, exc: BaseException) -> None:
-        try:
-            if self._log is not None:
-                self._log.close()
-        except OSError:
-            pass
-        self._log = None
+        log, self._log = self._log, None
+        if log is not None:
+            log.abandon()
+        shard, self._shard = self._shard, None
+        if shard is not None:
+            shard.abandon()
         reason = f"writer failed: {type(exc).__name__}: {exc}"
         try:
             self.manifest = dataclasses.replace(
                 self.manifest, complete=False, incomplete_reason=reason
             )
-            self._write_manifest()
+            self._write_manifest(durable=True)
         except OSError:
             pass
 

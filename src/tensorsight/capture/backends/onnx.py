@@ -166,9 +166,7 @@ class DumpFromOnnxModel:
                 "plain_optimized_nodes": plain,
             },
         )
-        writer = DumpWriter(
-            rank_dir, manifest, to_stats=_np_stats.stats_from_values, to_bytes=_np_stats.array_bytes
-        )
+        writer = DumpWriter(rank_dir, manifest, to_bytes=_np_stats.array_bytes)
         rows = 0
         try:
             writer.begin_step(0)

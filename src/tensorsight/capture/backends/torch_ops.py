@@ -10,6 +10,7 @@ created it (the first op to see a new number), so forward ops store
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -30,47 +31,58 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self.owner = owner
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
         owner = self.owner
+        if owner.paused.on:  # tensorsight's own work on this thread (gradient hooks)
+            return func(*args, **(kwargs or {}))
+        plan = owner.plans.get(func)
+        if plan is None:
+            plan = owner.plan(func)
+        op, fresh, collective = plan
         rec = owner.recorder
-        op = owner.names.get(func)
-        if op is None:
-            op = owner.names[func] = str(func)
         node = _current_node()
         grad_fn = stack = None
         if node is None:
             direction = "forward"
-            module_path = owner.tracker.current
+            running = owner.tracker.stack
+            module_path = running[-1] if running else ""
             seq = _get_seq() - 1
-            if seq not in owner.seq_info:
+            seq_info = owner.seq_info
+            known = seq_info.get(seq)
+            if known is None:
                 stack = user_stack() if rec.stack else None
-                owner.seq_info[seq] = (module_path, stack)
-            else:
-                stack = owner.seq_info[seq][1] if rec.stack else None
+                seq_info[seq] = (module_path, stack)
+            elif rec.stack:
+                stack = known[1]
         else:
             direction = "backward"
             grad_fn = node.name()
-            module_path, stack = owner.seq_info.get(node._sequence_nr(), ("", None))
-        if not rec.wants(op, module_path):
-            return func(*args, **kwargs)
+            module_path, stack = owner.seq_info.get(node._sequence_nr(), _NO_INFO)
+        if rec.filtered and not rec.wants(op, module_path):
+            return func(*args, **(kwargs or {}))
         named = iter_tensors(args, "input")
         if kwargs:
             named += [(f"input.{k}", v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
-        snaps = rec.snapshot(named)
-        out = func(*args, **kwargs)
-        if op.startswith("c10d."):
+            snaps = rec.snapshot(named)
+            out = func(*args, **kwargs)
+        else:
+            snaps = rec.snapshot(named)
+            out = func(*args)
+        if collective:
             _wait_for_collective(out)
-        fresh = owner.mutates.get(func)
-        if fresh is None:
-            fresh = bool(func._schema.is_mutable) or op.startswith("c10d.")
-            owner.mutates[func] = fresh
         outputs = iter_tensors(out, "output")
         out_snaps = rec.snapshot(outputs, fresh=fresh)
-        if fresh and not op.startswith("c10d."):
+        if fresh and not collective:
             rec.after_bump(outputs, out_snaps)
         snaps += out_snaps
         rec.commit(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack)
         return out
+
+
+_NO_INFO: tuple[str, str | None] = ("", None)
+
+
+class _Paused(threading.local):
+    on = False
 
 
 def _wait_for_collective(out: Any) -> None:
@@ -93,9 +105,21 @@ class TorchOpCapture(CaptureBackend):
     def __init__(self, recorder: Any, tracker: Any = None) -> None:
         super().__init__(recorder, tracker)
         self.seq_info: dict[int, tuple[str, str | None]] = {}
-        self.mutates: dict[Any, bool] = {}
-        self.names: dict[Any, str] = {}  # OpOverload -> str(func), which costs microseconds
+        # OpOverload -> (str(func), which costs microseconds; writes into its inputs?; is a
+        # collective?)
+        self.plans: dict[Any, tuple[str, bool, bool]] = {}
+        self.paused = _Paused()  # .on: let this thread's ops through unrecorded
         self._mode: _Mode | None = None
+
+    def plan(self, func: Any) -> tuple[str, bool, bool]:
+        """What the dispatch handler needs to know about an op, computed once."""
+        op = str(func)
+        collective = op.startswith("c10d.")
+        # outputs of ops that write into their inputs are measured fresh: the version
+        # counter moves only after the op returns (and never for collectives)
+        fresh = bool(func._schema.is_mutable) or collective
+        plan = self.plans[func] = (op, fresh, collective)
+        return plan
 
     def new_step(self) -> None:
         self.seq_info.clear()

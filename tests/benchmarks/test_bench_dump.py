@@ -1,0 +1,41 @@
+"""The dump benchmark's helpers: interleaved rounds, ratio notes, msprobe's path, syncing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from benchmarks.harness import Harness
+
+from benchmarks import bench_dump
+
+torch = pytest.importorskip("torch")
+
+
+def test_interleaved_rounds_time_every_case_and_note_each_rounds_ratio():
+    h = Harness("dump", repeat=2, quick=True)
+    x = torch.randn(8, 8, requires_grad=True)
+
+    def step():
+        (x @ x).sum().backward()
+
+    plain, (stats,) = bench_dump._interleaved(h, "tiny", step, 2, 3, {"statistics": {}})
+    assert len(plain.seconds) == len(stats.seconds) == 6
+    ratios = [float(r) for r in stats.notes["round_ratios"].split()]
+    assert len(ratios) == 2
+    assert all(r > 0 for r in ratios)
+    note = bench_dump._ratio_note(stats, plain)
+    assert note.startswith("tiny tensorsight statistics: x")
+    assert "median of the rounds' ratios" in note
+
+
+def test_msprobe_path_goes_first_and_sync_reaches_every_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("MSPROBE_PYTHONPATH", "/opt/mslib")
+    monkeypatch.setenv("PYTHONPATH", "/x")
+    assert bench_dump._msprobe_env()["PYTHONPATH"] == os.pathsep.join(["/opt/mslib", "/x"])
+    monkeypatch.delenv("MSPROBE_PYTHONPATH")
+    assert bench_dump._msprobe_env()["PYTHONPATH"] == "/x"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f.bin").write_bytes(b"x" * 10)
+    bench_dump._sync_tree(str(tmp_path))  # fdatasync on each file; raises if one is missing
+    assert bench_dump._bytes_in(str(tmp_path)) == 10

@@ -1,0 +1,76 @@
+"""The op table: log lines decode like json.dumps, Parquet from memory equals the log's."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from tensorsight.capture import _table
+from tensorsight.capture.schema import COLUMNS
+
+pytest.importorskip("pyarrow")
+
+ROWS = [
+    (0, "aten.addmm.default", "forward", "MLP.layers.0", "input.0", (3, 4), "float32", "cpu",
+     -1.5, 2.25, 0.1, 3.0, 0, 0, 0, None, None, None, None),
+    (1, "aten.mul.Tensor", "backward", "", "output.0", (), "bfloat16", "cuda:0",
+     math.nan, math.nan, math.nan, math.nan, 2, 1, 0, "0badf00d", "tensors-00000.safetensors:t3",
+     "MulBackward0", 'a.py:3 in f\n"quoted" \\ ünïcode'),
+    (2, "tensorsight.param_grad", "backward", "M", "grad.w", (0,), "int64", "cpu",
+     -math.inf, math.inf, math.inf, math.inf, 0, 5, 7, None, None, None, None),
+    (3, "x", "forward", "M", "input.1", (2,), "float64", "cpu",
+     None, None, None, None, None, None, None, None, None, None, None),
+]  # fmt: skip
+
+
+def _same(a, b):
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return a == b
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_log_lines_decode_to_the_row(row):
+    line = _table.encode_line(row)
+    assert line.endswith("\n")
+    decoded = json.loads(line)
+    assert list(decoded) == list(COLUMNS)
+    reference = json.loads(json.dumps(dict(zip(COLUMNS, row, strict=True)), allow_nan=True))
+    for c in COLUMNS:
+        assert _same(decoded[c], reference[c]), c
+
+
+def test_parquet_built_from_memory_equals_the_one_built_from_the_log(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    log = _table.StepLog(a)
+    for row in ROWS:
+        log.append(row)
+    log.flush()
+    (b / _table.LOG_NAME).write_bytes((a / _table.LOG_NAME).read_bytes())
+    log.compact()  # from memory
+    _table.compact(b)  # from the log, as for a step left by a crash
+    assert not (a / _table.LOG_NAME).exists()
+    assert not (b / _table.LOG_NAME).exists()
+    got, want = _table.read_rows(a), _table.read_rows(b)
+    assert len(got) == len(ROWS)
+    for g, w in zip(got, want, strict=True):
+        assert all(_same(g[c], w[c]) for c in COLUMNS)
+
+
+def test_large_tables_are_compressed_and_empty_ones_are_written(tmp_path, monkeypatch):
+    pq = pytest.importorskip("pyarrow.parquet")
+    monkeypatch.setattr(_table, "COMPRESS_ROWS", 2)
+    log = _table.StepLog(tmp_path)
+    for row in ROWS:
+        log.append(row)
+    log.compact()
+    meta = pq.ParquetFile(tmp_path / _table.PARQUET_NAME).metadata
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _table.StepLog(empty).compact()
+    assert _table.read_rows(empty) == []
