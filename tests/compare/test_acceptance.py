@@ -292,3 +292,40 @@ def test_permuted_values_are_named_layout(tmp_path):
     assert first.op == "aten.roll.default"
     assert first.mechanism == "layout-transpose"
     assert any(a.mechanism == "layout-transpose" for a in result.advice)
+
+
+class _BigSum(torch.nn.Module):
+    """A reduction long enough that torch splits it across intra-op threads."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4_000_000))
+
+    def forward(self, x):
+        return (x * self.w).sum()
+
+
+def test_thread_count_difference_is_named_as_the_summation_order(tmp_path):
+    torch.manual_seed(0)
+    model, x = _BigSum(), torch.randn(4_000_000)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = _capture(tmp_path / "t1", model, x)
+        torch.set_num_threads(2)
+        two = _capture(tmp_path / "t2", model, x)
+    finally:
+        torch.set_num_threads(threads)
+    assert json.loads((one / "rank0" / "manifest.json").read_text())["extra"]["num_threads"] == 1
+    result = compare(one, two)
+    assert result.first_divergence is None  # a different summation order is within budget
+    total = [r for r in result.rows if r.op == "aten.sum.default" and r.tensor == "output.0"]
+    assert total
+    assert total[0].error > 0, "the two thread counts summed in the same order"
+    assert total[0].input_error == 0
+    (hit,) = [a for a in result.advice if a.mechanism == "accumulation-order"]
+    assert "num_threads 1 vs 2" in hit.evidence
+    assert "aten.sum.default" in hit.evidence
+    # the same build with the same settings agrees bit for bit: nothing to explain
+    again = compare(two, two)
+    assert not [a for a in again.advice if a.mechanism in ("nondeterminism", "accumulation-order")]

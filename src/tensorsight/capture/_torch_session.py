@@ -41,6 +41,21 @@ def _queue_bytes(options: dict[str, Any]) -> int:
     return int(options["max_queue_bytes"] or DEFAULT_MAX_QUEUE_BYTES)
 
 
+def _numerics() -> dict[str, Any]:
+    """Settings that change results bit for bit on the same build (``manifest.extra``)."""
+    facts: dict[str, Any] = {
+        "num_threads": torch.get_num_threads(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
+    cudnn = torch.backends.cudnn
+    if cudnn.is_available():  # type: ignore[no-untyped-call]
+        facts["cudnn_version"] = cudnn.version()  # type: ignore[no-untyped-call]
+        facts["cudnn_deterministic"] = bool(cudnn.deterministic)
+        facts["cudnn_benchmark"] = bool(cudnn.benchmark)
+    return facts
+
+
 def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -> tuple[Any, ...]:
     """Writer, recorder, module tracker and backend for one rank."""
     manifest = base_manifest(
@@ -51,6 +66,7 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
         device=_device(),
         rank=rank,
         world_size=world_size,
+        extra=_numerics(),
     )
     arena_box: list[CopyArena] = []
     writer = DumpWriter(

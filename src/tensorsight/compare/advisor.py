@@ -13,8 +13,14 @@ Each check reads finished rows (nothing is recomputed) and returns an
   the std ratio, a shift in the means);
 * ``inputs-differ``: the first op's inputs already differ (the runs did not start equal);
 * ``catastrophic-cancellation``: the diverging op's output is much smaller than its inputs;
-* ``accumulation-order``: same dtypes on both sides and errors of order ``sqrt(K) * u``
-  (summation order differs: harmless, or nondeterminism if the same build disagrees).
+* ``nondeterminism``: an op with the same dtypes on both sides gave different outputs from
+  bit-identical inputs although both dumps were written by the same build with the same
+  numerics settings (framework and version, device, intra-op threads, deterministic
+  algorithms, float32 matmul precision, cuDNN flags; read from the manifests);
+* ``accumulation-order``: the same evidence when those settings differ (the sentence names
+  the difference, e.g. ``num_threads 1 vs 2``) or are unknown (msprobe dumps have no
+  manifest), or, with no first divergence, same-dtype errors of order ``sqrt(K) * u``
+  (summation order differs: harmless).
 """
 
 from __future__ import annotations
@@ -22,10 +28,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from tensorsight.capture.schema import DumpManifest
 from tensorsight.compare.budget import reduction_length, unit_roundoff
 from tensorsight.compare.result import Advice, OpComparison
 
-__all__ = ["advise"]
+__all__ = ["advise", "settings_differences"]
+
+# manifest facts that change results bit for bit on the same inputs (``extra`` keys of the
+# torch capture; ONNX dumps hold their own and are compared the same way)
+_SETTINGS = (
+    "num_threads", "deterministic_algorithms", "float32_matmul_precision", "cudnn_version",
+    "cudnn_deterministic", "cudnn_benchmark", "graph_opt",
+)  # fmt: skip
 
 _MAX = {"float16": 65504.0, "bfloat16": 3.3895e38, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 _TINY = {"float16": 6.1035e-05, "bfloat16": 1.1755e-38}
@@ -35,8 +49,37 @@ def _where(r: OpComparison) -> str:
     return f"{r.op} [{r.direction}] {r.tensor} in {r.module_path or '<root>'} (index {r.index})"
 
 
-def advise(rows: Sequence[OpComparison], first: int | None) -> list[Advice]:
-    """Mechanisms supported by the rows (see the module docstring), most specific first."""
+def settings_differences(
+    bench: DumpManifest | None, target: DumpManifest | None
+) -> tuple[str, ...] | None:
+    """How the two runs' builds and numerics settings differ (``None``: a side is unknown)."""
+    if bench is None or target is None:
+        return None
+    out = []
+    for label, b, t in (
+        ("framework", bench.framework, target.framework),
+        (bench.framework, bench.framework_version, target.framework_version),
+        ("device", bench.device, target.device),
+        *((k, bench.extra.get(k), target.extra.get(k)) for k in _SETTINGS),
+    ):
+        if b != t:
+            out.append(f"{label} {b} vs {t}")
+    return tuple(out)
+
+
+def advise(
+    rows: Sequence[OpComparison],
+    first: int | None,
+    *,
+    settings: tuple[str, ...] | None = None,
+) -> list[Advice]:
+    """Mechanisms supported by the rows (see the module docstring), most specific first.
+
+    Args:
+        rows: The judged rows, in execution order.
+        first: Position of the first divergence in ``rows``, or ``None``.
+        settings: :func:`settings_differences` of the two dumps (``None``: unknown).
+    """
     out: list[Advice] = []
     out.extend(_first_nan(rows))
     out.extend(_overflow(rows))
@@ -46,7 +89,9 @@ def advise(rows: Sequence[OpComparison], first: int | None) -> list[Advice]:
         out.extend(_scale_shift(row, first))
         out.extend(_cancellation(row, first))
     out.extend(_inputs_differ(rows))
-    if first is None:
+    same_inputs = _same_inputs(rows, settings)
+    out.extend(same_inputs)
+    if first is None and not same_inputs:
         out.extend(_accumulation(rows))
     return out
 
@@ -162,3 +207,41 @@ def _accumulation(rows: Sequence[OpComparison]) -> list[Advice]:
         )
         return [Advice("accumulation-order", ev, None)]
     return []
+
+
+def _same_inputs(rows: Sequence[OpComparison], settings: tuple[str, ...] | None) -> list[Advice]:
+    """Outputs that differ although the op's inputs are bit-identical and dtypes equal."""
+    hits = [
+        i
+        for i, r in enumerate(rows)
+        if r.tensor.startswith("output")
+        and r.match != "unmatched"
+        and r.dtype_bench == r.dtype_target
+        and r.input_error == 0.0
+        and r.error is not None
+        and r.error > 0
+        and math.isfinite(r.error)
+    ]
+    if not hits:
+        return []
+    r = rows[hits[0]]
+    n = len({(rows[i].rank, rows[i].index) for i in hits})
+    what = (
+        f"{n} op{'s' if n > 1 else ''} gave different outputs from bit-identical inputs "
+        f"(first: {_where(r)}, error {r.error:.3g})"
+    )
+    if settings is None:
+        ev = (
+            f"{what}: the summation order differs (another kernel, thread count or library), or "
+            "the op is nondeterministic; dumps with manifests on both sides tell which."
+        )
+        return [Advice("accumulation-order", ev, hits[0])]
+    if settings:
+        ev = f"{what}; the runs differ in {', '.join(settings)}: the summation order follows them."
+        return [Advice("accumulation-order", ev, hits[0])]
+    ev = (
+        f"{what} with the same build and numerics settings on both sides: the op is "
+        "nondeterministic (atomic adds or unordered parallel reductions); "
+        "torch.use_deterministic_algorithms(True) makes it repeatable."
+    )
+    return [Advice("nondeterminism", ev, hits[0])]

@@ -24,7 +24,7 @@ import numpy as np
 
 from tensorsight.capture.reader import Dump, DumpStep, read_dump
 from tensorsight.capture.schema import OpRecord, TensorRecord
-from tensorsight.compare.advisor import advise
+from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
@@ -131,7 +131,8 @@ def compare(
         per_rank = list(rank_pool.map(one_rank, ranks))
     rows = [row for rr in per_rank for row in rr]
     first = _first_divergence(rows)
-    advice = advise(rows, first)
+    settings = settings_differences(bd.manifest(ranks[0]), td.manifest(ranks[0]))
+    advice = advise(rows, first, settings=settings)
     for a in advice:  # the row an advice is about carries its mechanism
         if a.row is not None and rows[a.row].mechanism is None:
             rows[a.row] = replace(rows[a.row], mechanism=a.mechanism)
