@@ -74,3 +74,41 @@ def test_large_tables_are_compressed_and_empty_ones_are_written(tmp_path, monkey
     empty.mkdir()
     _table.StepLog(empty).compact()
     assert _table.read_rows(empty) == []
+
+
+def test_rows_reach_the_log_only_when_due(tmp_path, monkeypatch):
+    """Lines are encoded LOG_SECS after the first pending row, not per row; a step that
+    ends sooner goes straight to Parquet."""
+    now = [100.0]
+    monkeypatch.setattr(_table.time, "monotonic", lambda: now[0])
+    log = _table.StepLog(tmp_path)
+    assert log.due is None
+    log.append(ROWS[0])
+    log.append(ROWS[1])
+    assert log.due == pytest.approx(100.0 + _table.LOG_SECS)
+    assert (tmp_path / _table.LOG_NAME).read_bytes() == b""  # created empty, nothing encoded
+    log.flush()
+    assert log.due is None
+    lines = (tmp_path / _table.LOG_NAME).read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines == [_table.encode_line(r) for r in ROWS[:2]]
+    now[0] = 200.0
+    log.append(ROWS[2])
+    assert log.due == pytest.approx(200.0 + _table.LOG_SECS)
+    log.compact()  # the third row is never encoded: Parquet has it, the log is gone
+    assert not (tmp_path / _table.LOG_NAME).exists()
+    assert [r["index"] for r in _table.read_rows(tmp_path)] == [0, 1, 2]
+
+
+def test_a_failed_compaction_leaves_every_row_in_the_log(tmp_path, monkeypatch):
+    log = _table.StepLog(tmp_path)
+    for row in ROWS:
+        log.append(row)
+
+    def full_disk(step_dir, rows=None):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_table, "compact", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        log.compact()
+    rows = _table.read_rows(tmp_path)  # the reader falls back to the log
+    assert [r["index"] for r in rows] == [0, 1, 2, 3]

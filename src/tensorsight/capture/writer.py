@@ -1,8 +1,9 @@
 """DumpWriter: a background thread writes the op table, tensor shards and the manifest.
 
 The recording thread only computes statistics (on the device) and hands rows to a
-bounded queue; the writer thread turns statistics into numbers, appends JSON lines to the
-step's ``ops.jsonl`` log (keeping the rows in memory), streams tensors into safetensors
+bounded queue; the writer thread turns statistics into numbers, keeps the rows in memory and
+appends them to the step's ``ops.jsonl`` log within ``_table.LOG_SECS``, streams tensors into
+safetensors
 shards and, when a step ends, writes ``ops.parquet`` from the rows in memory. When the queue
 holds ``max_queue_bytes`` of tensors (or ``MAX_QUEUE_ROWS`` rows) the recording thread waits
 (back-pressure). A write error (a full disk) stops the writer, marks the manifest
@@ -280,13 +281,14 @@ class DumpWriter:
     # ------------------------------------------------------------ writer thread
     def _run(self) -> None:
         while True:
-            if self._manifest_due is None:
+            due = self._next_due()
+            if due is None:
                 item = self._queue.get()
             else:
                 try:
-                    item = self._queue.get(timeout=max(0.0, self._manifest_due - time.monotonic()))
+                    item = self._queue.get(timeout=max(0.0, due - time.monotonic()))
                 except queue.Empty:
-                    self._catch_up_manifest()
+                    self._on_due()
                     continue
             kind = item[0]
             for one in [op for op, _ in item[1]] if kind == "ops" else (item,):
@@ -303,12 +305,27 @@ class DumpWriter:
                     self._cond.notify_all()
             if kind == "close":
                 return
-            if self._log is not None and self._error is None and self._queue.empty():
-                try:
-                    self._log.flush()
-                except OSError as exc:
-                    self._error = exc
-                    self._mark_failed(exc)
+            if self._queue.empty():
+                self._on_due()
+
+    def _next_due(self) -> float | None:
+        """When the manifest or the step's log must next be written (``None``: nothing due)."""
+        log_due = self._log.due if self._log is not None else None
+        dues = [d for d in (self._manifest_due, log_due) if d is not None]
+        return min(dues) if dues else None
+
+    def _on_due(self) -> None:
+        """Write the manifest and the log lines whose time has come."""
+        now = time.monotonic()
+        if self._manifest_due is not None and now >= self._manifest_due:
+            self._catch_up_manifest()
+        log = self._log
+        if log is not None and log.due is not None and now >= log.due and self._error is None:
+            try:
+                log.flush()
+            except OSError as exc:
+                self._error = exc
+                self._mark_failed(exc)
 
     def _handle(self, item: tuple[Any, ...]) -> None:
         kind = item[0]
