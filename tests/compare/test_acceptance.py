@@ -136,6 +136,8 @@ def test_layernorm_eps_bug_is_the_first_divergence(dumps):
     assert "layer_norm" in first.op
     earlier = [r for r in result.rows if r.direction == "forward" and r.index < first.index]
     assert all(r.verdict != "error" for r in earlier)
+    # a changed eps is a bug, not rounding: no summation-order or nondeterminism advice
+    assert not {a.mechanism for a in result.advice} & {"nondeterminism", "accumulation-order"}
 
 
 def test_a_missing_module_is_named_in_the_first_divergence(dumps):
