@@ -126,14 +126,6 @@ def compact(step_dir: Path, rows: Sequence[Sequence[Any]] | None = None) -> None
 
 
 # ---------------------------------------------------------------- the log's lines
-_LINE = (
-    "{"
-    + ", ".join(
-        f'"{c}": [%s]' if c == "shape" else f'"{c}": %d' if c == "index" else f'"{c}": %s'
-        for c in COLUMNS
-    )
-    + "}\n"
-)
 _STRINGS: dict[str, str] = {}
 
 
