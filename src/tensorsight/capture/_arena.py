@@ -29,6 +29,10 @@ import torch
 __all__ = ["CopyArena"]
 
 _ALIGN = 64  # bytes; every region starts on a cache line (and a multiple of any itemsize)
+# Copies from this size start on a 4 KiB boundary, so that the writer can hand them to the
+# disk with direct I/O (see _safetensors.ShardStream); the block itself is aligned so.
+PAGE_ALIGN = 4096
+PAGE_ALIGN_FROM = 1 << 20
 
 
 class CopyArena:
@@ -95,12 +99,15 @@ class CopyArena:
                 self._head = 0  # empty: start again at the beginning
 
     def _take(self, nbytes: int) -> int | None:
-        size = -(-nbytes // _ALIGN) * _ALIGN
+        align = PAGE_ALIGN if nbytes >= PAGE_ALIGN_FROM else _ALIGN
+        size = -(-nbytes // align) * align
         with self._lock:
             if self._block is None:
-                self._block = torch.empty(self.capacity, dtype=torch.uint8)
+                raw = torch.empty(self.capacity + PAGE_ALIGN, dtype=torch.uint8)
+                skip = -raw.data_ptr() % PAGE_ALIGN
+                self._block = raw[skip : skip + self.capacity]
                 self._base = self._block.data_ptr()
-            start = self._fit(size)
+            start = self._fit(size, align)
             if start is None:
                 return None
             region: list[int | bool] = [start, start + size, False]
@@ -109,18 +116,19 @@ class CopyArena:
             self._head = start + size
             return start
 
-    def _fit(self, size: int) -> int | None:
-        """Where a region of ``size`` bytes fits now (``None``: it does not)."""
-        head = self._head
+    def _fit(self, size: int, align: int = _ALIGN) -> int | None:
+        """Where a region of ``size`` bytes starting on a multiple of ``align`` fits now
+        (``None``: it does not)."""
         if not self._regions:
             return 0 if size <= self.capacity else None
+        head = -(-self._head // align) * align
         tail = int(self._regions[0][0])
-        if head > tail:  # free: [head, capacity) and [0, tail)
+        if self._head > tail:  # free: [head, capacity) and [0, tail)
             if head + size <= self.capacity:
                 return head
             return 0 if size <= tail else None
         # head < tail: free is [head, tail); head == tail with regions in use: full
-        return head if head + size <= tail and head < tail else None
+        return head if head + size <= tail and self._head < tail else None
 
     def close(self) -> None:
         """Free the block (copies still referenced keep it alive until they go)."""

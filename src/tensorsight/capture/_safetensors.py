@@ -11,7 +11,9 @@ with ``safetensors.safe_open`` unchanged (the tests check it).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -171,15 +173,20 @@ class ShardStream:
         reserve: Bytes kept for the 8-byte length and the header (a multiple of 8).
     """
 
-    def __init__(self, path: Path, reserve: int) -> None:
+    def __init__(self, path: Path, reserve: int, *, direct: bool = False) -> None:
         self.path = path
         self.reserve = reserve
         self.data_bytes = 0
         self._tmp = path.with_name(path.name + ".tmp")
         self._file = _fs.open_write(self._tmp)
         self._file.seek(reserve)
+        self._pos = reserve  # where the buffered file's next write goes
         self._parts: list[str] = []
         self._header_len = 2  # the braces
+        self._direct: int | None = None
+        if direct and reserve % _fs.DIRECT_ALIGN == 0:
+            self._direct = _fs.open_direct(self._tmp)
+        self.direct_bytes = 0  # bytes that went to the disk without the page cache
 
     def fits(self, key: str, dtype: str, shape: tuple[int, ...], nbytes: int) -> bool:
         """Whether one more tensor's header entry still fits the reserved space."""
@@ -189,10 +196,48 @@ class ShardStream:
     def add(self, key: str, dtype: str, shape: tuple[int, ...], data: memoryview) -> None:
         """Append one tensor's bytes (call :meth:`fits` first)."""
         part = self._part(key, dtype, shape, data.nbytes)
-        self._file.write(data)
+        offset = self.reserve + self.data_bytes
+        done = self._add_direct(data, offset) if self._direct is not None else 0
+        if done < data.nbytes:
+            if self._pos != offset + done:
+                self._file.seek(offset + done)
+            self._file.write(data[done:] if done else data)
+            self._pos = offset + data.nbytes
         self._parts.append(part)
         self._header_len += len(part) + 1
         self.data_bytes += data.nbytes
+
+    def _add_direct(self, data: memoryview, offset: int) -> int:
+        """Write the block-aligned head of a large buffer with direct I/O; returns its bytes.
+
+        Large tensors skip the page cache: the kernel neither copies them (CPU time the
+        training would wait for on a small machine) nor holds gigabytes of dirty pages. Only
+        a buffer whose address and file offset are both aligned qualifies (the arena aligns
+        large copies; tensor sizes are usually multiples of 4 KiB, which keeps the offsets
+        aligned); the tail and everything else go through the buffered file. A file system
+        that refuses a direct write turns direct I/O off for the rest of the shard.
+        """
+        align = _fs.DIRECT_ALIGN
+        n = data.nbytes - data.nbytes % align
+        if n < DIRECT_MIN_BYTES or offset % align or _address(data) % align:
+            return 0
+        fd = self._direct
+        assert fd is not None
+        self._file.flush()  # buffered bytes before this range reach the OS first
+        try:
+            _fs.write_at(fd, data[:n], offset)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            self._close_direct()
+            return 0
+        self.direct_bytes += n
+        return n
+
+    def _close_direct(self) -> None:
+        fd, self._direct = self._direct, None
+        if fd is not None:
+            os.close(fd)
 
     def _part(self, key: str, dtype: str, shape: tuple[int, ...], nbytes: int) -> str:
         entry = {
@@ -211,6 +256,7 @@ class ShardStream:
             msg = f"Tensor shard {str(self.path)!r}: header of {len(blob)} bytes > {room}."
             raise DumpFormatError(msg)
         blob += b" " * (room - len(blob))
+        self._close_direct()
         f = self._file
         f.seek(0)
         f.write(struct.pack("<Q", len(blob)))
@@ -222,9 +268,19 @@ class ShardStream:
     def abandon(self) -> None:
         """Close without finishing (the temporary file stays, like after a crash)."""
         with contextlib.suppress(OSError):
+            self._close_direct()
+        with contextlib.suppress(OSError):
             self._file.close()
 
 
+def _address(data: memoryview) -> int:
+    """The address of a buffer's first byte."""
+    return int(np.frombuffer(data, dtype=np.uint8).ctypes.data)
+
+
+# Tensors from this size go to the disk with direct I/O (when aligned); smaller ones are
+# cheaper through the page cache, whose write-back the kernel does in the background.
+DIRECT_MIN_BYTES = 1 << 20
 _META_ROOM = 512  # header bytes kept free for the "__metadata__" entry
 
 

@@ -44,6 +44,9 @@ BATCH_ROWS = 128
 # rewriting it at every step end would cost O(steps) each time); the writer catches up as
 # soon as it is idle for that long, and close() and a failure always write it.
 MANIFEST_SECS = 1.0
+# Large tensors go to the disk with direct I/O where the file system allows it (see
+# _safetensors.ShardStream); False: everything through the page cache.
+DIRECT_IO = True
 # Rows queued for the writer thread before the recording thread waits (about 100 MB).
 MAX_QUEUE_ROWS = 500_000
 
@@ -443,7 +446,9 @@ class DumpWriter:
         if stream is None:
             assert self._step_dir is not None
             path = self._step_dir / f"tensors-{self._shard_no:05d}.safetensors"
-            stream = self._shard = _safetensors.ShardStream(path, SHARD_HEADER_BYTES)
+            stream = self._shard = _safetensors.ShardStream(
+                path, SHARD_HEADER_BYTES, direct=DIRECT_IO
+            )
         ref = f"tensors-{self._shard_no:05d}.safetensors:{key}"
         stream.add(key, dtype, shape, data)
         del data
