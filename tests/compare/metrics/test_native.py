@@ -252,3 +252,18 @@ def test_kl_of_runs_that_agree_to_the_last_bit(dtype):
     for native in (True, False):
         kl = compare_arrays(bench, target, native=native).values["kl_div"]
         assert kl == pytest.approx(truth, rel=1e-3, abs=0), native
+
+
+def test_within_ratios_count_zero_over_zero_and_tiny_references_exactly():
+    """msprobe's ratios, |d| < t |y|, on the edge lanes the AVX-512 loop reads off |d|/|y|:
+    0/0 counts as no error, x/0 as an error, and a reference below eps uses the true ratio."""
+    # 16 lanes (two full vectors) plus a tail for the scalar loop
+    bench = np.array([0, 0, 1e-20, 1e-20, 1, 1, 2, 3] * 2 + [0, 1e-20, 1], dtype=np.float64)
+    target = np.array(
+        [0, 1e-30, 1e-20 + 1e-25, 2e-20, 1 + 1e-4, 1 + 4e-3, 2, 3.1] * 2 + [0, 1e-20, 1.5],
+        dtype=np.float64,
+    )
+    m = _agree(bench, target)
+    # per 8 lanes within 1e-3: 0/0, 1e-20 (+1e-25), 1 (+1e-4), 2 (equal) -> 4; 5e-3: + 1 (+4e-3)
+    assert m.values["within_1e-3"] * target.size == 2 * 4 + 2
+    assert m.values["within_5e-3"] * target.size == 2 * 5 + 2
