@@ -227,7 +227,7 @@ class ShardStream:
         try:
             _fs.write_at(fd, data[:n], offset)
         except OSError as exc:
-            if exc.errno != errno.EINVAL:
+            if exc.errno not in _NO_DIRECT:
                 raise
             self._close_direct()
             return 0
@@ -271,6 +271,14 @@ class ShardStream:
             self._close_direct()
         with contextlib.suppress(OSError):
             self._file.close()
+
+
+# errors of a file system that opens files for direct I/O but refuses the writes
+_NO_DIRECT = frozenset(
+    e
+    for e in (errno.EINVAL, getattr(errno, "EOPNOTSUPP", None), getattr(errno, "ENOTSUP", None))
+    if e is not None
+)
 
 
 def _address(data: memoryview) -> int:

@@ -9,7 +9,8 @@ is built from memory when the step ends instead of by parsing the log again, and
 to the log as JSON lines (encoded from cached pieces, about twice as fast as ``json.dumps``
 of a dict) at most :data:`LOG_SECS` after they arrive. A step that ends sooner goes straight
 to Parquet and its rows are never encoded twice: the lines cost more than a third of the
-writer's time, which the training thread then waits for on a busy machine. A crash loses at most the last :data:`LOG_SECS` of rows of the running step.
+writer's time, which the training thread then waits for on a busy machine. A crash loses at
+most the last :data:`LOG_SECS` of rows of the running step.
 """
 
 from __future__ import annotations
