@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tensorsight._version import __version__
+from tensorsight._wire import varint as _varint
 
 __all__ = ["KINDS", "NATIVE_OK", "SmallTableEncoder"]
 
@@ -33,15 +34,6 @@ _MAGIC = b"PAR1"
 
 # thrift compact protocol type codes
 _I32, _I64, _BINARY, _LIST, _STRUCT = 5, 6, 8, 9, 12
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _zigzag(n: int) -> bytes:

@@ -6,6 +6,7 @@ import math
 import struct
 from typing import Any
 
+from tensorsight._wire import varint as _varint
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import plugin_metadata, to_numpy
@@ -62,16 +63,6 @@ _FLOAT = struct.Struct("<f")
 _ZERO_DOUBLE = bytes(8)
 _VALUE_PREFIX: dict[str, bytes] = {}
 _PREFIX_CACHE_SIZE = 4096
-
-
-def _varint(n: int) -> bytes:
-    n &= 0xFFFFFFFFFFFFFFFF  # negative int64 values take 10 bytes, as protobuf writes them
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _float32(number: float) -> bytes:
