@@ -287,3 +287,30 @@ def test_large_cpu_tensors_are_measured_on_the_writer_thread(tmp_path, mode):
         for r in rows:
             assert step.load(r).shape == r.shape
     step.close()
+
+
+def test_recording_freezes_the_older_objects_out_of_the_collector_until_the_last_close(tmp_path):
+    import gc
+
+    assert gc.get_freeze_count() == 0, "a dump of an earlier test was left open"
+    model = torch.nn.Linear(4, 4)
+    outer = tensorsight.dump(tmp_path / "a").start()
+    assert gc.get_freeze_count() > 0  # the process's objects so far: not scanned again
+    with tensorsight.dump(tmp_path / "b"):
+        model(torch.randn(2, 4))
+    assert gc.get_freeze_count() > 0  # the outer dump still records
+    outer.close()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_process_that_froze_objects_itself_is_left_alone(tmp_path):
+    import gc
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with tensorsight.dump(tmp_path / "d"):
+            torch.neg(torch.ones(3))
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,6 +28,32 @@ __all__ = ["DumpSession", "ObserverCheck", "dump"]
 
 T = TypeVar("T")
 _RANK_DIR = re.compile(r"rank\d+")
+
+# While any dump records, the objects that existed when the first one started are frozen out
+# of the garbage collector (gc.freeze): a dump allocates thousands of small containers per
+# step, and each full collection then scanned the whole training process (a 50-layer MLP
+# step: one 136 ms collection every ten steps, 17.7 -> 3.6 ms of collection per step).
+# Unreachable cycles among those older objects wait until the last dump closes. A process
+# that froze objects itself is left alone.
+_GC_LOCK = threading.Lock()
+_GC_STATE = {"holders": 0, "froze": False}
+
+
+def _hold_gc() -> None:
+    with _GC_LOCK:
+        if _GC_STATE["holders"] == 0:
+            _GC_STATE["froze"] = gc.isenabled() and gc.get_freeze_count() == 0
+            if _GC_STATE["froze"]:
+                gc.freeze()
+        _GC_STATE["holders"] += 1
+
+
+def _release_gc() -> None:
+    with _GC_LOCK:
+        _GC_STATE["holders"] -= 1
+        if _GC_STATE["holders"] == 0 and _GC_STATE["froze"]:
+            gc.unfreeze()
+            _GC_STATE["froze"] = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +186,7 @@ class DumpSession:
         self._recorder: Any = None
         self._recording = False
         self._torch: Any = None
+        self._gc_held = False
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> DumpSession:
@@ -179,6 +208,8 @@ class DumpSession:
             rank_dir, self.rank, self.world_size, self.options
         )
         self._begin()
+        _hold_gc()
+        self._gc_held = True
         return self
 
     def _prepare_folder(self) -> Path:
@@ -247,6 +278,9 @@ class DumpSession:
                 arena = getattr(self._recorder, "arena", None)
                 if arena is not None:
                     arena.close()  # the writer is done with every copy
+                if self._gc_held:
+                    self._gc_held = False
+                    _release_gc()
 
     def _check_open(self) -> None:
         if not self._started or self._closed:
