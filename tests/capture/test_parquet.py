@@ -119,3 +119,12 @@ def test_an_independent_reader_agrees(tmp_path):
         assert op == row[1]
         assert shape == (None if row[5] is None else list(row[5]))
         assert _same(mn, row[8]) or (mn is None and row[8] is None)
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_not_as_invalid_utf8():
+    schema = [("stack", "string")]
+    blob = _parquet.SmallTableEncoder(schema).encode([("/home/\udcffx.py:3 in f", "ok")])
+    assert pq.read_table(io.BytesIO(blob)).column("stack").to_pylist() == [
+        "/home/\\udcffx.py:3 in f",
+        "ok",
+    ]

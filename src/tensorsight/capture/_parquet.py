@@ -124,7 +124,9 @@ def _text(s: Any) -> bytes:
     if out is None:
         if len(_TEXT) > 100_000:
             _TEXT.clear()
-        raw = str(s).encode("utf-8", "surrogatepass")
+        # a lone surrogate (a file name decoded with surrogateescape, in a stack) is not
+        # UTF-8: it is written as its escape, "\\udcff", so that readers still take the file
+        raw = str(s).encode("utf-8", "backslashreplace")
         out = _TEXT[s] = struct.pack("<I", len(raw)) + raw
     return out
 

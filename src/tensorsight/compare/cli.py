@@ -7,7 +7,9 @@ input error. Imports nothing heavy at module level.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +92,6 @@ def _formats(value: str | None) -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     """Run the comparison, write the reports, print the summary; return the exit code."""
     from tensorsight._progress import ProgressBar
-    from tensorsight.compare.engine import compare
     from tensorsight.errors import UsageError
 
     formats = _formats(args.format)
@@ -101,7 +102,12 @@ def run(args: argparse.Namespace) -> int:
         formats = formats if "json" in formats else (*formats, "json")  # the board reads JSON
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     bar = ProgressBar(None, label="compare", enabled=False if args.quiet else None)
-    _calm_gc()
+    with _calm_gc():
+        return _run(args, formats, metrics, bar)
+
+
+def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: Any) -> int:
+    from tensorsight.compare.engine import compare
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -132,16 +138,26 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.first_divergence is None else 1
 
 
-def _calm_gc() -> None:
-    """Fewer garbage collections in this process (the command's own, so the global setting
-    is ours to change): the objects of the imports are frozen out of the full collections,
-    and the youngest generation collects every 10,000 allocations instead of 700. The
-    per-pair Python objects made the collector about 6 % of a comparison's time; collections
-    still run, so memory stays flat in the dump size."""
+@contextlib.contextmanager
+def _calm_gc() -> Iterator[None]:
+    """Fewer garbage collections while the comparison runs: the objects of the imports are
+    frozen out of the full collections, and the youngest generation collects every 10,000
+    allocations instead of 700 (the per-pair Python objects made the collector about 6 % of
+    a comparison's time; collections still run, so memory stays flat in the dump size). The
+    settings are restored afterwards (``--open`` goes on to serve the board)."""
     import gc
 
+    if gc.get_freeze_count():  # frozen by someone else: theirs to manage
+        yield
+        return
+    thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def _replay_line(row: Any, args: argparse.Namespace) -> str:
