@@ -51,3 +51,11 @@ def test_the_pre_check_is_necessary_on_random_pairs():
         assert pre or not exact
         seen.add((pre, exact))
     assert seen == {(True, True), (True, False), (False, False)}  # the boundary is exercised
+
+
+def test_float32_tensors_beyond_the_float32_square_range_still_compare():
+    """Values whose squares overflow float32 (> 1.8e19): the sums of squares are float64."""
+    rng = np.random.default_rng(4)
+    bench = (rng.standard_normal(4096) * 1e25).astype(np.float32)
+    assert _sorted_equal(bench, rng.permutation(bench), 0.5)
+    assert not _sorted_equal(bench, bench * np.float32(1.5), 0.5)
