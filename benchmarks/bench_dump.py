@@ -329,9 +329,10 @@ def _msprobe(h: Harness, python: str, kind: str, steps: int, tasks: list[list[st
         return
     out = json.loads(line[len("RESULT ") :])
     plain = statistics.median(out["plain"])
-    h.results[f"{kind} plain (msprobe child)"] = Result(
-        f"{kind} plain (msprobe child)", list(out["plain"])
-    )
+    # one plain row per child (its ratios are against it): "mlp plain (msprobe child: tensor L1)"
+    child = ", ".join(f"{task} {level}" for task, level in tasks)
+    plain_label = f"{kind} plain (msprobe child: {child})"
+    h.results[plain_label] = Result(plain_label, list(out["plain"]))
     for task, level in tasks:
         key = f"{task} {level}"
         label = f"{kind} msprobe {key}"
