@@ -128,3 +128,11 @@ def test_a_lone_surrogate_is_written_as_its_escape_not_as_invalid_utf8():
         "/home/\\udcffx.py:3 in f",
         "ok",
     ]
+
+
+def test_numbers_of_the_other_python_type_are_converted():
+    schema = [("n", "int64"), ("x", "double")]
+    blob = _parquet.SmallTableEncoder(schema).encode([(1.0, None, 3), (1, 2, None)])
+    table = pq.read_table(io.BytesIO(blob))
+    assert table.column("n").to_pylist() == [1, None, 3]
+    assert table.column("x").to_pylist() == [1.0, 2.0, None]

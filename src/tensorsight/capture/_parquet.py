@@ -167,9 +167,9 @@ def _page_body(kind: str, values: Sequence[Any]) -> tuple[bytes, int]:
     if kind == "string":
         data = b"".join([_text(v) for v in present])
     elif kind == "double":
-        data = array.array("d", present).tobytes()
-    else:
-        data = array.array("q", present).tobytes()
+        data = array.array("d", [float(v) for v in present]).tobytes()
+    else:  # integral floats (0.0 from a log written by hand) are ints here
+        data = array.array("q", [int(v) for v in present]).tobytes()
     return levels + data, n
 
 
