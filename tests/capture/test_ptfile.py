@@ -292,3 +292,17 @@ def test_msprobe_files_outside_the_plain_case_still_load_through_torch(tmp_path)
         "param.pt": "bfloat16",
         "fp8.pt": "float8_e4m3fn",
     }
+
+
+def test_an_archive_with_a_comment_is_still_read(tmp_path):
+    """torch writes no zip comment (the end record is the file's last 22 bytes); a file that
+    has one sends the reader to search for the end record."""
+    path = tmp_path / "t.pt"
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    torch.save(t, path)
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.comment = b"written by another tool " * 20
+    got = read_pt(path)
+    assert got is not None
+    np.testing.assert_array_equal(got[0], t.numpy())
+    assert got[1] == "float32"

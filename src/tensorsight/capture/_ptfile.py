@@ -196,8 +196,11 @@ def _parse(pickled: bytes) -> _Spec:
 def _members(data: Any) -> dict[str, tuple[int, int]]:
     """Name -> (local header offset, size) of every stored member (no zip64, no crypto)."""
     n = len(data)
-    tail = max(0, n - _END.size - _MAX_COMMENT)
-    at = data.rfind(_END_MAGIC, tail)
+    at = n - _END.size
+    # torch writes no archive comment: the end record is the last 22 bytes (one page
+    # touched); otherwise search the comment's 64 KiB
+    if at < 0 or data[at : at + 4] != _END_MAGIC:
+        at = data.rfind(_END_MAGIC, max(0, n - _END.size - _MAX_COMMENT))
     if at < 0 or at + _END.size > n:
         raise _Unsupported
     _, disk, _, _, count, cd_size, cd_offset, _ = _END.unpack_from(data, at)
