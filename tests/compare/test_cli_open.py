@@ -60,26 +60,3 @@ def test_open_serves_the_new_comparison_in_the_board(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=20)
-
-
-def test_the_command_restores_the_collector_after_comparing():
-    """The command calms the garbage collector only while it compares: ``--open`` then
-    serves the board with the process's own settings."""
-    import gc
-
-    from tensorsight.compare.cli import _calm_gc
-
-    before = gc.get_threshold()
-    with _calm_gc():
-        assert gc.get_freeze_count() > 0
-        assert gc.get_threshold()[0] == 10_000
-    assert gc.get_threshold() == before
-    assert gc.get_freeze_count() == 0
-    gc.freeze()  # frozen by someone else: left as it is
-    try:
-        frozen = gc.get_freeze_count()
-        with _calm_gc():
-            assert gc.get_threshold() == before
-        assert gc.get_freeze_count() == frozen
-    finally:
-        gc.unfreeze()

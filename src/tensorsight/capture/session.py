@@ -8,10 +8,8 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import re
-import threading
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from tensorsight import _gc
 from tensorsight._lazy import lazy_import
 from tensorsight.capture import _fs
 from tensorsight.capture.schema import LEVELS, MODES
@@ -28,32 +27,6 @@ __all__ = ["DumpSession", "ObserverCheck", "dump"]
 
 T = TypeVar("T")
 _RANK_DIR = re.compile(r"rank\d+")
-
-# While any dump records, the objects that existed when the first one started are frozen out
-# of the garbage collector (gc.freeze): a dump allocates thousands of small containers per
-# step, and each full collection then scanned the whole training process (a 50-layer MLP
-# step: one 136 ms collection every ten steps, 17.7 -> 3.6 ms of collection per step).
-# Unreachable cycles among those older objects wait until the last dump closes. A process
-# that froze objects itself is left alone.
-_GC_LOCK = threading.Lock()
-_GC_STATE = {"holders": 0, "froze": False}
-
-
-def _hold_gc() -> None:
-    with _GC_LOCK:
-        if _GC_STATE["holders"] == 0:
-            _GC_STATE["froze"] = gc.isenabled() and gc.get_freeze_count() == 0
-            if _GC_STATE["froze"]:
-                gc.freeze()
-        _GC_STATE["holders"] += 1
-
-
-def _release_gc() -> None:
-    with _GC_LOCK:
-        _GC_STATE["holders"] -= 1
-        if _GC_STATE["holders"] == 0 and _GC_STATE["froze"]:
-            gc.unfreeze()
-            _GC_STATE["froze"] = False
 
 
 @dataclass(frozen=True)
@@ -208,7 +181,9 @@ class DumpSession:
             rank_dir, self.rank, self.world_size, self.options
         )
         self._begin()
-        _hold_gc()
+        # while it records, full collections skip the process's older objects (see _gc): one
+        # took 136 ms every ten steps of a 50-layer MLP (17.7 -> 3.6 ms of collection a step)
+        _gc.hold()
         self._gc_held = True
         return self
 
@@ -280,7 +255,7 @@ class DumpSession:
                     arena.close()  # the writer is done with every copy
                 if self._gc_held:
                     self._gc_held = False
-                    _release_gc()
+                    _gc.release()
 
     def _check_open(self) -> None:
         if not self._started or self._closed:

@@ -7,9 +7,7 @@ input error. Imports nothing heavy at module level.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +100,12 @@ def run(args: argparse.Namespace) -> int:
         formats = formats if "json" in formats else (*formats, "json")  # the board reads JSON
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     bar = ProgressBar(None, label="compare", enabled=False if args.quiet else None)
-    with _calm_gc():
+    from tensorsight import _gc
+
+    # the per-pair Python objects made the collector ~6 % of a comparison's time: the imports'
+    # objects are frozen out of full collections and the youngest generation collects every
+    # 10,000 allocations instead of 700 (restored after: --open goes on to serve the board)
+    with _gc.frozen(young_threshold=10_000):
         return _run(args, formats, metrics, bar)
 
 
@@ -136,28 +139,6 @@ def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: 
         # the compare layer may not import the board; the top-level CLI serves it (cli.main)
         args.open_board = Path(args.output)
     return 0 if result.first_divergence is None else 1
-
-
-@contextlib.contextmanager
-def _calm_gc() -> Iterator[None]:
-    """Fewer garbage collections while the comparison runs: the objects of the imports are
-    frozen out of the full collections, and the youngest generation collects every 10,000
-    allocations instead of 700 (the per-pair Python objects made the collector about 6 % of
-    a comparison's time; collections still run, so memory stays flat in the dump size). The
-    settings are restored afterwards (``--open`` goes on to serve the board)."""
-    import gc
-
-    if gc.get_freeze_count():  # frozen by someone else: theirs to manage
-        yield
-        return
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 def _replay_line(row: Any, args: argparse.Namespace) -> str:
