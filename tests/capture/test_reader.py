@@ -69,6 +69,21 @@ def test_corrupt_parquet_and_missing_table(small_dump):
         read_dump(small_dump).step().rows  # noqa: B018
 
 
+def test_a_step_cut_off_before_its_first_log_lines_has_no_rows(small_dump):
+    """A crash within a step's first LOG_SECS leaves its folder without an op table: in a
+    dump marked incomplete that step is empty, in a complete one it is an error."""
+    step_dir = small_dump / "rank0" / "step1"
+    (step_dir / "ops.parquet").unlink()
+    with pytest.raises(DumpFormatError, match="no op table"):
+        read_dump(small_dump).step(step=1).rows  # noqa: B018
+    manifest = small_dump / "rank0" / "manifest.json"
+    raw = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**raw, "complete": False}))
+    dump = read_dump(small_dump)
+    assert dump.step(step=1).rows == ()
+    assert dump.step(step=0).rows  # the other step reads as before
+
+
 def test_truncated_shard_and_hostile_reference(small_dump):
     step = read_dump(small_dump).step()
     row = step.rows[0]

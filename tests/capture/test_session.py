@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import tensorsight
-from tensorsight.capture import DumpManifest, read_dump
+from tensorsight.capture import DumpManifest, _table, read_dump
 from tensorsight.errors import CaptureError, UsageError
 from tests.capture.conftest import train_step
 
@@ -148,6 +148,25 @@ def _child(code: str, tmp_path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_a_process_killed_before_the_log_is_due_leaves_an_empty_step(tmp_path):
+    out = tmp_path / "d"
+    proc = _child(
+        f"""
+        import os, torch, tensorsight
+        d = tensorsight.dump({str(out)!r}).start()
+        m = torch.nn.Linear(4, 4)
+        m(torch.ones(2, 4)).sum().backward()
+        os._exit(9)  # within LOG_SECS of the first row: the log was never written
+        """,
+        tmp_path,
+    )
+    assert proc.returncode == 9, proc.stderr
+    dump = read_dump(out)
+    assert not dump.complete
+    assert not (out / "rank0/step0/ops.jsonl").exists()
+    assert dump.step().rows == ()
+
+
 def test_a_killed_process_leaves_a_readable_incomplete_dump(tmp_path):
     out = tmp_path / "d"
     proc = _child(
@@ -156,7 +175,7 @@ def test_a_killed_process_leaves_a_readable_incomplete_dump(tmp_path):
         d = tensorsight.dump({str(out)!r}, mode="tensor").start()
         m = torch.nn.Linear(4, 4)
         m(torch.ones(2, 4)).sum().backward()
-        time.sleep(0.5)           # let the writer catch up (it flushes when idle)
+        time.sleep({_table.LOG_SECS + 1.0})  # the writer logs rows within LOG_SECS
         os._exit(9)               # no close, no atexit: like a crash
         """,
         tmp_path,

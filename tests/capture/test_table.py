@@ -86,7 +86,7 @@ def test_rows_reach_the_log_only_when_due(tmp_path, monkeypatch):
     log.append(ROWS[0])
     log.append(ROWS[1])
     assert log.due == pytest.approx(100.0 + _table.LOG_SECS)
-    assert (tmp_path / _table.LOG_NAME).read_bytes() == b""  # created empty, nothing encoded
+    assert not (tmp_path / _table.LOG_NAME).exists()  # nothing encoded, no file made yet
     log.flush()
     assert log.due is None
     lines = (tmp_path / _table.LOG_NAME).read_text(encoding="utf-8").splitlines(keepends=True)
@@ -104,7 +104,7 @@ def test_a_failed_compaction_leaves_every_row_in_the_log(tmp_path, monkeypatch):
     for row in ROWS:
         log.append(row)
 
-    def full_disk(step_dir, rows=None):
+    def full_disk(step_dir, rows=None, *, log=True):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(_table, "compact", full_disk)
@@ -112,3 +112,25 @@ def test_a_failed_compaction_leaves_every_row_in_the_log(tmp_path, monkeypatch):
         log.compact()
     rows = _table.read_rows(tmp_path)  # the reader falls back to the log
     assert [r["index"] for r in rows] == [0, 1, 2, 3]
+
+
+def test_a_step_that_ends_before_the_log_is_due_makes_no_log_file(tmp_path):
+    """The log file is created by the first flush with rows, so a short step costs one
+    file (ops.parquet) instead of three creations and a deletion."""
+    log = _table.StepLog(tmp_path)
+    log.flush()  # nothing to write: still no file
+    assert not (tmp_path / _table.LOG_NAME).exists()
+    log.append(ROWS[0])
+    log.compact()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [_table.PARQUET_NAME]
+    assert [r["index"] for r in _table.read_rows(tmp_path)] == [0]
+
+
+def test_a_closed_log_takes_no_more_lines(tmp_path):
+    log = _table.StepLog(tmp_path)
+    log.append(ROWS[0])
+    log.close()  # flushes the pending row, then closes
+    assert _table.read_log(tmp_path / _table.LOG_NAME) == _table.read_rows(tmp_path)
+    log.append(ROWS[1])
+    log.flush()  # closed: the file is not reopened
+    assert len(_table.read_rows(tmp_path)) == 1

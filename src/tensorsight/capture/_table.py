@@ -29,7 +29,16 @@ from tensorsight.capture import _fs, _parquet
 from tensorsight.capture.schema import COLUMNS, STAT_COLUMNS
 from tensorsight.errors import DumpFormatError
 
-__all__ = ["LOG_NAME", "PARQUET_NAME", "StepLog", "compact", "encode_line", "preload", "read_rows"]
+__all__ = [
+    "LOG_NAME",
+    "PARQUET_NAME",
+    "StepLog",
+    "compact",
+    "encode_line",
+    "has_table",
+    "preload",
+    "read_rows",
+]
 
 LOG_NAME = "ops.jsonl"
 PARQUET_NAME = "ops.parquet"
@@ -98,15 +107,17 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def compact(step_dir: Path, rows: Sequence[Sequence[Any]] | None = None) -> None:
+def compact(
+    step_dir: Path, rows: Sequence[Sequence[Any]] | None = None, *, log: bool = True
+) -> None:
     """Write ``ops.parquet`` (atomically), then delete the log.
 
     ``rows`` are tuples in :data:`schema.COLUMNS` order (the writer keeps them in memory);
-    ``None`` reads them back from ``ops.jsonl``.
+    ``None`` reads them back from ``ops.jsonl``. ``log=False``: there is no log to delete.
     """
-    log = step_dir / LOG_NAME
+    log_path = step_dir / LOG_NAME
     if rows is None:
-        dicts = read_log(log) if _fs.exists(log) else []
+        dicts = read_log(log_path) if _fs.exists(log_path) else []
         rows = [tuple(r.get(c) for c in COLUMNS) for r in dicts]
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in COLUMNS]
     if len(rows) < COMPRESS_ROWS and _parquet.NATIVE_OK:
@@ -117,7 +128,8 @@ def compact(step_dir: Path, rows: Sequence[Sequence[Any]] | None = None) -> None
     with _fs.open_write(tmp) as f:
         f.write(blob)
     tmp.replace(step_dir / PARQUET_NAME)
-    _fs.remove(log)
+    if log:
+        _fs.remove(log_path)
 
 
 def _pyarrow_parquet(columns: Sequence[Sequence[Any]], *, big: bool) -> Any:
@@ -224,14 +236,21 @@ class StepLog:
     :attr:`due` has passed; :meth:`compact` writes the Parquet file from memory without
     encoding the rows the log did not get yet.
 
+    The log file is created by the first :meth:`flush` that has rows to write, not with the
+    step: a step that ends within :data:`LOG_SECS` never has one. On file systems where
+    creating (and later deleting) a file costs most of a millisecond (network file systems,
+    ext4 without a journal after many deletions), the log was a third of a short step's
+    file-system work.
+
     Args:
-        step_dir: The step's folder (the log is created in it, empty).
+        step_dir: The step's folder (the log goes in it).
     """
 
     def __init__(self, step_dir: Path) -> None:
         self.step_dir = step_dir
         self.rows: list[tuple[Any, ...]] = []
-        self._file: IO[bytes] | None = _fs.open_append(step_dir / LOG_NAME)
+        self._file: IO[bytes] | None = None
+        self._closed = False  # close()d: flush() writes nothing more
         self._logged = 0  # rows[:_logged] are in the log
         self._due: float | None = None
 
@@ -262,7 +281,9 @@ class StepLog:
     def flush(self) -> None:
         """Write the rows not yet in the log (the OS has them; no fsync)."""
         rows, start = self.rows, self._logged
-        if start < len(rows) and self._file is not None:
+        if start < len(rows) and not self._closed:
+            if self._file is None:
+                self._file = _fs.open_append(self.step_dir / LOG_NAME)
             lines: list[str] = []
             head_of: tuple[Any, ...] = ()
             head = tail = ""
@@ -278,17 +299,20 @@ class StepLog:
 
     def close(self) -> None:
         """Flush and close the log (the rows stay in memory)."""
-        if self._file is not None:
+        if not self._closed:
             try:
                 self.flush()
             finally:
+                self._closed = True
                 f, self._file = self._file, None
-                f.close()
+                if f is not None:
+                    f.close()
 
     def abandon(self) -> None:
         """Close the log after an error: write what is pending if the disk still takes it."""
         with contextlib.suppress(OSError):
             self.close()
+        self._closed = True
         self._file = None
 
     def compact(self) -> None:
@@ -297,13 +321,19 @@ class StepLog:
         Rows still pending are written to the log only if the Parquet file cannot be.
         """
         try:
-            compact(self.step_dir, self.rows)
+            compact(self.step_dir, self.rows, log=self._file is not None)
         except BaseException:
             self.abandon()
             raise
+        self._closed = True
         f, self._file = self._file, None
         if f is not None:
             f.close()
+
+
+def has_table(step_dir: Path) -> bool:
+    """Whether a step folder holds an op table (Parquet or log)."""
+    return _fs.exists(step_dir / PARQUET_NAME) or _fs.exists(step_dir / LOG_NAME)
 
 
 def read_rows(step_dir: Path) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -147,11 +147,16 @@ class DumpStep:
 
 
 class _OwnStep:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cut_off: Callable[[], bool] = lambda: False) -> None:
         self.path = path
+        # whether the dump stopped before its end: then a step folder without an op table
+        # is a step cut off before its first rows reached the log (it has no rows)
+        self._cut_off = cut_off
         self._shards: dict[str, _safetensors.ShardFile] = {}
 
     def rows(self) -> list[TensorRecord]:
+        if not _table.has_table(self.path) and self._cut_off():
+            return []
         return [TensorRecord.from_row(r) for r in _table.read_rows(self.path)]
 
     def load_raw(self, row: TensorRecord) -> RawTensor:
@@ -245,7 +250,12 @@ class Dump:
             from tensorsight.capture.msprobe import MsprobeStep
 
             return DumpStep(r, s, folder, MsprobeStep(folder))
-        return DumpStep(r, s, folder, _OwnStep(folder))
+
+        def cut_off() -> bool:
+            manifest = self.manifest(r)
+            return manifest is not None and not manifest.complete
+
+        return DumpStep(r, s, folder, _OwnStep(folder, cut_off))
 
     def iter_steps(self) -> Iterator[DumpStep]:
         """Every (rank, step), rank-major."""

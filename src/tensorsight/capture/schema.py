@@ -9,8 +9,9 @@ Layout of a dump folder ``DUMP``::
         manifest.json              DumpManifest, rewritten atomically after every step
         step0/                     one folder per recorded step
           ops.parquet              the op table, once the step has ended (compacted)
-          ops.jsonl                the append-only op table log while the step runs; it
-                                   stays (and is read) only when the run stopped mid-step
+          ops.jsonl                the append-only op table log of a step running longer
+                                   than LOG_SECS; it stays (and is read) only when the run
+                                   stopped mid-step
           tensors-00000.safetensors  full tensors (mode "tensor"), one shard per ~256 MiB
         step3/ ...
       rank1/ ...
