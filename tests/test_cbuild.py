@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import subprocess
+import sys
 
 from tensorsight import _cbuild
 
@@ -21,7 +24,7 @@ def test_builds_once_and_loads_from_the_cache(tmp_path, monkeypatch):
 
 def test_no_compiler_means_python_fallback(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("TENSORSIGHT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(_cbuild.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
     src = tmp_path / "x.c"
     src.write_text("int x(void) { return 1; }\n")
     with caplog.at_level(logging.INFO, logger="tensorsight._cbuild"):
@@ -52,3 +55,20 @@ def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("TENSORSIGHT_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert _cbuild.cache_dir() == tmp_path / "tensorsight"
+
+
+def test_a_cached_library_loads_without_the_build_modules(tmp_path):
+    """subprocess and tempfile are imported only to build (they cost the compare command
+    about 6 ms of start-up)."""
+    src = tmp_path / "z.c"
+    src.write_text("int z(void) { return 7; }\n")
+    code = (
+        "import sys, pathlib; from tensorsight import _cbuild; "
+        f"lib = _cbuild.load_c_library(pathlib.Path({str(src)!r}), [], name='z'); "
+        "print(lib.z(), 'subprocess' in sys.modules, 'tempfile' in sys.modules)"
+    )
+    env = {"TENSORSIGHT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert first.stdout.split()[0] == "7", first.stderr
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert again.stdout.split() == ["7", "False", "False"], again.stderr

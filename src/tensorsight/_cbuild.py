@@ -15,9 +15,6 @@ import hashlib
 import logging
 import os
 import platform
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,22 +61,41 @@ def load_c_library(source: Path, flags: Sequence[str], *, name: str) -> ctypes.C
             code + " ".join(flags).encode() + platform.machine().encode() + _cpu().encode()
         ).hexdigest()[:16]
         target = cache_dir() / f"{name}-{key}.so"
-        if not target.is_file():
-            compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-            if compiler is None:
-                _log.info("no C compiler found; %s falls back to Python", name)
-                return None
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-            os.close(fd)
-            cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(source)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-            if proc.returncode != 0:
-                os.unlink(tmp)
-                _log.info("compiling %s failed: %s", name, proc.stderr[-500:])
-                return None
-            os.replace(tmp, target)  # atomic: concurrent builders each write a whole file
+        if not target.is_file() and not _build(source, flags, target, name):
+            return None
         return ctypes.CDLL(str(target))
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
         _log.info("%s unavailable (%s); falling back to Python", name, exc)
         return None
+
+
+def _build(source: Path, flags: Sequence[str], target: Path, name: str) -> bool:
+    """Compile ``source`` into ``target``; ``False`` (logged) when that is not possible.
+
+    Its modules load only here: a cached library is the common case, and subprocess and
+    tempfile were a sixth of the compare command's imports.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if compiler is None:
+        _log.info("no C compiler found; %s falls back to Python", name)
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(source)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.SubprocessError as exc:
+        os.unlink(tmp)
+        _log.info("compiling %s failed: %s", name, exc)
+        return False
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        _log.info("compiling %s failed: %s", name, proc.stderr[-500:])
+        return False
+    os.replace(tmp, target)  # atomic: concurrent builders each write a whole file
+    return True

@@ -172,3 +172,18 @@ def test_summary_groups_one_sided_ops_instead_of_listing_them_as_offenders():
     offenders = text.split("top offenders:\n")[1].split("\n")[0]
     assert "aten.mm.default" in offenders
     assert "_to_copy" not in text.split("top offenders:")[1].split("only on one side")[0]
+
+
+def test_evolve_is_dataclasses_replace():
+    import dataclasses
+
+    row = _comparison().rows[0]
+    changes = {"mode": "tensor", "cosine": 0.5, "custom": {"m": 1.0}, "reason": "r"}
+    fast = row.evolve(**changes)
+    assert fast == dataclasses.replace(row, **changes)
+    assert type(fast) is OpComparison
+    assert row.cosine == 0.9999  # the original is untouched
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.cosine = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field 'cosin'"):
+        row.evolve(cosin=1.0)

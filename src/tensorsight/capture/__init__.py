@@ -8,7 +8,9 @@ Importing this package is cheap: torch and pyarrow load on first use.
 
 from __future__ import annotations
 
-from tensorsight.capture.inspect import DumpInspection, format_inspection, inspect_dump
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from tensorsight.capture.reader import Dump, DumpStep, RawTensor, read_dump
 from tensorsight.capture.schema import (
     LEVELS,
@@ -20,7 +22,21 @@ from tensorsight.capture.schema import (
     TensorRecord,
     TensorStats,
 )
-from tensorsight.capture.session import DumpSession, ObserverCheck, dump
+
+if TYPE_CHECKING:  # pragma: no cover - static typing only
+    from tensorsight.capture.inspect import DumpInspection, format_inspection, inspect_dump
+    from tensorsight.capture.session import DumpSession, ObserverCheck, dump
+
+# The recording and inspection parts load on first use: a comparison reads dumps and needs
+# neither (they were a tenth of the compare command's own imports).
+_LAZY = {
+    "DumpInspection": "inspect",
+    "format_inspection": "inspect",
+    "inspect_dump": "inspect",
+    "DumpSession": "session",
+    "ObserverCheck": "session",
+    "dump": "session",
+}
 
 __all__ = [
     "LEVELS",
@@ -42,3 +58,17 @@ __all__ = [
     "inspect_dump",
     "read_dump",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'tensorsight.capture' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f"tensorsight.capture.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from tensorsight.compare.metrics.kernel import dtype_precision
@@ -356,7 +356,7 @@ class BudgetProfile:
         local = u_low + math.sqrt(k) * U_ACC if u_low else 0.0
         budget = self.safety * (local + inherited)
         gain = e / e_in if e_in > 0 else (math.inf if e > 0 else 1.0)
-        row = replace(row, input_error=e_in, error_gain=gain)
+        row = row.evolve(input_error=e_in, error_gain=gain)
         if not _is_float(row.dtype_bench) or not _is_float(row.dtype_target):
             if e == 0:
                 return row.with_verdict(Verdict("pass", "Discrete values are equal.", budget, e))

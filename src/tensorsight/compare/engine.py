@@ -16,7 +16,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,7 @@ def compare(
     advice = advise(rows, first, settings=settings)
     for a in advice:  # the row an advice is about carries its mechanism
         if a.row is not None and rows[a.row].mechanism is None:
-            rows[a.row] = replace(rows[a.row], mechanism=a.mechanism)
+            rows[a.row] = rows[a.row].evolve(mechanism=a.mechanism)
     return Comparison(
         bench=str(bd.path),
         target=str(td.path),
@@ -307,27 +307,27 @@ class _Measure:
         if b is None or t is None:
             side = "bench" if b is None else "target"
             reason = job.pair.reason or f"Tensor {job.name} missing on the {side} side."
-            return replace(row, match="unmatched", reason=reason, mode="none")
+            return row.evolve(match="unmatched", reason=reason, mode="none")
         if b.data is not None and t.data is not None:
             return self._tensor(row, b, t)
         eq = compare_fingerprints(b.fingerprint, t.fingerprint)
         if b.stats is not None and t.stats is not None:
             s = compare_stats(b.stats, t.stats)
             mode = "statistics" if eq is None else "md5"
-            return replace(row, mode=mode, fingerprint_equal=eq, **_known(s.values))  # type: ignore[arg-type]
+            return row.evolve(mode=mode, fingerprint_equal=eq, **_known(s.values))
         if eq is not None:
-            return replace(row, mode="md5", fingerprint_equal=eq)
-        return replace(row, mode="none", reason="Neither tensors, statistics nor fingerprints.")
+            return row.evolve(mode="md5", fingerprint_equal=eq)
+        return row.evolve(mode="none", reason="Neither tensors, statistics nor fingerprints.")
 
     def _tensor(self, row: OpComparison, b: TensorRecord, t: TensorRecord) -> OpComparison:
         if b.shape != t.shape:
-            return replace(row, mode="tensor")
+            return row.evolve(mode="tensor")
         key = (f"{b.data}|{b.dtype}", f"{t.data}|{t.dtype}")
         values = self.cache.get(key)
         if values is None:
             values = self._measure(b, t)
             self.cache[key] = values
-        return replace(row, mode="tensor", **values)
+        return row.evolve(mode="tensor", **values)
 
     def _measure(self, b: TensorRecord, t: TensorRecord) -> dict[str, Any]:
         try:
