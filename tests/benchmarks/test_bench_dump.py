@@ -39,3 +39,12 @@ def test_msprobe_path_goes_first_and_sync_reaches_every_file(tmp_path, monkeypat
     (tmp_path / "a" / "f.bin").write_bytes(b"x" * 10)
     bench_dump._sync_tree(str(tmp_path))  # fdatasync on each file; raises if one is missing
     assert bench_dump._bytes_in(str(tmp_path)) == 10
+
+
+def test_create_cost_probe_keeps_its_files_until_the_run_ends(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_dump.tempfile, "tempdir", str(tmp_path))
+    cost = bench_dump._create_cost()
+    assert cost > 0
+    (probe,) = bench_dump._PROBES
+    assert len(os.listdir(probe)) == bench_dump._PROBE_FOLDERS  # deleting them now would
+    bench_dump._PROBES.clear()  # slow the next creations on journal-less ext4
