@@ -41,3 +41,35 @@ def test_inspection_of_an_incomplete_dump(tmp_path):
     assert not ins.complete
     assert "INCOMPLETE" in format_inspection(ins)
     assert "KeyboardInterrupt" in ins.incomplete_reasons[0]
+
+
+def _cut_off_dump(folder):
+    """A dump whose last step stopped before its rows reached the log (as after a crash
+    within LOG_SECS of the step's start): no op table, manifest incomplete."""
+    import json
+
+    with tensorsight.dump(folder) as d:
+        for _ in range(2):
+            torch.ones(2) + 1
+            d.step()
+    (folder / "rank0" / "step1" / "ops.parquet").unlink()
+    manifest = folder / "rank0" / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "complete": False}))
+    return folder
+
+
+def test_inspection_names_a_cut_off_step(tmp_path):
+    text = format_inspection(inspect_dump(_cut_off_dump(tmp_path / "d")))
+    assert "rank 0 step 0: 2 ops" in text
+    assert "rank 0 step 1: no ops recorded (the run stopped before any reached" in text
+
+
+def test_comparing_a_step_with_no_ops_on_either_side_is_an_input_error(tmp_path):
+    from tests.conftest import run_cli
+
+    d = _cut_off_dump(tmp_path / "d")
+    res = run_cli("compare", str(d), str(d), "--step", "1", "-q")
+    assert res.returncode == 2, res.stdout
+    assert res.stderr.startswith("error: Dumps")
+    assert "step 1 has no recorded ops on either side" in res.stderr
+    assert run_cli("compare", str(d), str(d), "--step", "0", "-q").returncode == 0

@@ -142,6 +142,10 @@ def format_inspection(ins: DumpInspection, *, top: int = 10) -> str:
     ]
     lines += [f"  incomplete: {r}" for r in ins.incomplete_reasons]
     for s in ins.steps:
+        if s.op_count == 0:
+            why = "" if ins.complete else " (the run stopped before any reached the op table)"
+            lines.append(f"rank {s.rank} step {s.step}: no ops recorded{why}")
+            continue
         lines.append(
             f"rank {s.rank} step {s.step}: {s.op_count} ops ({s.forward_ops} forward, "
             f"{s.backward_ops} backward), {s.tensor_count} tensors, {s.stored_tensors} stored"

@@ -130,6 +130,14 @@ def compare(
     ):
         per_rank = list(rank_pool.map(one_rank, ranks))
     rows = [row for rr in per_rank for row in rr]
+    if not rows:  # "the runs agree" would be said of nothing at all
+        which = "the first step" if step is None else f"step {step}"
+        msg = (
+            f"Dumps {str(bd.path)!r} and {str(td.path)!r}: {which} has no recorded ops on "
+            "either side, so there is nothing to compare. Pick another step with --step "
+            "(tensorsight inspect DUMP lists them)."
+        )
+        raise CompareError(msg)
     first = _first_divergence(rows)
     settings = settings_differences(bd.manifest(ranks[0]), td.manifest(ranks[0]))
     advice = advise(rows, first, settings=settings)
