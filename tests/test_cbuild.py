@@ -72,3 +72,17 @@ def test_a_cached_library_loads_without_the_build_modules(tmp_path):
     assert first.stdout.split()[0] == "7", first.stderr
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert again.stdout.split() == ["7", "False", "False"], again.stderr
+
+
+def test_a_compiler_that_cannot_run_leaves_no_file(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("TENSORSIGHT_CACHE_DIR", str(tmp_path / "cache"))
+    fake = tmp_path / "cc"
+    fake.write_text("not a program")  # found on PATH but not executable: OSError
+    fake.chmod(0o644)
+    monkeypatch.setattr(shutil, "which", lambda name: str(fake))
+    src = tmp_path / "w.c"
+    src.write_text("int w(void) { return 1; }\n")
+    with caplog.at_level(logging.INFO, logger="tensorsight._cbuild"):
+        assert _cbuild.load_c_library(src, [], name="w") is None
+    assert "compiling w failed" in caplog.text
+    assert list((tmp_path / "cache").iterdir()) == []

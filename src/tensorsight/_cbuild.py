@@ -89,7 +89,7 @@ def _build(source: Path, flags: Sequence[str], target: Path, name: str) -> bool:
     cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(source)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    except subprocess.SubprocessError as exc:
+    except (OSError, subprocess.SubprocessError) as exc:  # not runnable, or timed out
         os.unlink(tmp)
         _log.info("compiling %s failed: %s", name, exc)
         return False

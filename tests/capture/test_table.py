@@ -134,3 +134,6 @@ def test_a_closed_log_takes_no_more_lines(tmp_path):
     log.append(ROWS[1])
     log.flush()  # closed: the file is not reopened
     assert len(_table.read_rows(tmp_path)) == 1
+    log.compact()  # Parquet from memory (both rows); the log it made is deleted
+    assert sorted(p.name for p in tmp_path.iterdir()) == [_table.PARQUET_NAME]
+    assert [r["index"] for r in _table.read_rows(tmp_path)] == [0, 1]

@@ -250,6 +250,7 @@ class StepLog:
         self.step_dir = step_dir
         self.rows: list[tuple[Any, ...]] = []
         self._file: IO[bytes] | None = None
+        self._created = False  # the log file exists (compact() deletes it)
         self._closed = False  # close()d: flush() writes nothing more
         self._logged = 0  # rows[:_logged] are in the log
         self._due: float | None = None
@@ -284,6 +285,7 @@ class StepLog:
         if start < len(rows) and not self._closed:
             if self._file is None:
                 self._file = _fs.open_append(self.step_dir / LOG_NAME)
+                self._created = True
             lines: list[str] = []
             head_of: tuple[Any, ...] = ()
             head = tail = ""
@@ -321,7 +323,7 @@ class StepLog:
         Rows still pending are written to the log only if the Parquet file cannot be.
         """
         try:
-            compact(self.step_dir, self.rows, log=self._file is not None)
+            compact(self.step_dir, self.rows, log=self._created)
         except BaseException:
             self.abandon()
             raise
