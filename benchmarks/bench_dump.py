@@ -9,6 +9,11 @@ path, else this one if ``import msprobe`` works) that times its own plain step a
 captured steps, so each tool's overhead is measured against a plain step in the same
 process.
 
+The statistics and md5 dumps (and msprobe's) are kept until the run ends: on ext4 without a
+journal, deleting them between rounds made the next rounds' file creation up to a
+millisecond slower per file (the run notes what creating a step folder cost before and
+after the statistics runs).
+
 ``dd`` measures the disk's sequential write speed (``conv=fdatasync``) in the same run, twice:
 writing 1 GiB (the first figure; on a machine with much free memory this is mostly the speed
 of the page cache) and writing as many bytes as the tensor-mode dump wrote (the disk's
@@ -102,7 +107,10 @@ for task, level in json.loads(sys.argv[5]):
         if i:  # the first captured step builds hooks
             times.append(time.perf_counter() - t)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp) for f in fs)
-    shutil.rmtree(tmp, ignore_errors=True)  # tensor L1 leaves gigabytes
+    if task == "tensor":
+        shutil.rmtree(tmp, ignore_errors=True)  # tensor L1 leaves gigabytes
+    else:
+        out.setdefault("keep", []).append(tmp)  # the parent deletes it when the run ends
     out[f"{task} {level}"] = times
     out[f"{task} {level} bytes"] = size
     PrecisionDebugger._instance = None
@@ -175,10 +183,10 @@ def _create_cost() -> float:
     A dump makes one folder and one table file per step. On ext4 without a journal a file
     created soon after many deletions costs up to a millisecond instead of ~15 us; this
     line tells a reader whether the tiny-CNN figures were taken in that state. The probe's
-    own files are deleted only at the end of the run, so they do not cause it.
+    own files, like the statistics dumps, are deleted only when the run ends.
     """
     folder = tempfile.mkdtemp(prefix="bench_create_")
-    _PROBES.append(folder)
+    _LEFTOVERS.append(folder)
     start = time.perf_counter()
     for i in range(_PROBE_FOLDERS):
         os.mkdir(os.path.join(folder, str(i)))
@@ -186,7 +194,9 @@ def _create_cost() -> float:
     return (time.perf_counter() - start) / _PROBE_FOLDERS * 1e6
 
 
-_PROBES: list[str] = []
+# Folders deleted only when the run ends (the small dumps and the probe's files): deleting
+# them between rounds slowed the next rounds' file creation (see _create_cost).
+_LEFTOVERS: list[str] = []
 _PROBE_FOLDERS = 50
 
 
@@ -236,7 +246,10 @@ def _tensorsight(
         )
         return result
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if sync:  # tensor mode: gigabytes, deleted now
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            _LEFTOVERS.append(folder)
 
 
 def _plain(h: Harness, label: str, step: Any, steps: int) -> Result:
@@ -349,6 +362,7 @@ def _msprobe(h: Harness, python: str, kind: str, steps: int, tasks: list[list[st
         h.note(f"msprobe ({kind}) failed: {proc.stderr.strip()[-300:]}")
         return
     out = json.loads(line[len("RESULT ") :])
+    _LEFTOVERS.extend(out.get("keep", []))
     plain = statistics.median(out["plain"])
     # one plain row per child (its ratios are against it): "mlp plain (msprobe child: tensor L1)"
     child = ", ".join(f"{task} {level}" for task, level in tasks)
@@ -371,9 +385,9 @@ def run(h: Harness) -> None:
     try:
         _run(h)
     finally:
-        for folder in _PROBES:
+        for folder in _LEFTOVERS:
             shutil.rmtree(folder, ignore_errors=True)
-        _PROBES.clear()
+        _LEFTOVERS.clear()
 
 
 def _run(h: Harness) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from benchmarks.harness import Harness
@@ -20,6 +21,12 @@ def test_interleaved_rounds_time_every_case_and_note_each_rounds_ratio():
         (x @ x).sum().backward()
 
     plain, (stats,) = bench_dump._interleaved(h, "tiny", step, 2, 3, {"statistics": {}})
+    kept = list(bench_dump._LEFTOVERS)  # each round's dump stays until the run ends
+    assert len(kept) == 2
+    assert all(os.path.isdir(f) for f in kept)
+    for folder in kept:
+        shutil.rmtree(folder)
+    bench_dump._LEFTOVERS.clear()
     assert len(plain.seconds) == len(stats.seconds) == 6
     ratios = [float(r) for r in stats.notes["round_ratios"].split()]
     assert len(ratios) == 2
@@ -45,6 +52,6 @@ def test_create_cost_probe_keeps_its_files_until_the_run_ends(tmp_path, monkeypa
     monkeypatch.setattr(bench_dump.tempfile, "tempdir", str(tmp_path))
     cost = bench_dump._create_cost()
     assert cost > 0
-    (probe,) = bench_dump._PROBES
+    (probe,) = bench_dump._LEFTOVERS
     assert len(os.listdir(probe)) == bench_dump._PROBE_FOLDERS  # deleting them now would
-    bench_dump._PROBES.clear()  # slow the next creations on journal-less ext4
+    bench_dump._LEFTOVERS.clear()  # slow the next creations on journal-less ext4
