@@ -200,7 +200,9 @@ def _members(data: Any) -> dict[str, tuple[int, int]]:
     # torch writes no archive comment: the end record is the last 22 bytes (one page
     # touched); otherwise search the comment's 64 KiB
     if at < 0 or data[at : at + 4] != _END_MAGIC:
-        at = data.rfind(_END_MAGIC, max(0, n - _END.size - _MAX_COMMENT))
+        lo = max(0, n - _END.size - _MAX_COMMENT)
+        at = bytes(data[lo:]).rfind(_END_MAGIC)
+        at = at if at < 0 else lo + at
     if at < 0 or at + _END.size > n:
         raise _Unsupported
     _, disk, _, _, count, cd_size, cd_offset, _ = _END.unpack_from(data, at)

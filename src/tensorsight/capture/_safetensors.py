@@ -368,7 +368,6 @@ class ShardFile:
     def close(self) -> None:
         """Release the mapping (arrays returned by :meth:`get` must not be used after)."""
         buf = self._buf
-        self._buf = b""
-        if not isinstance(buf, bytes):
-            with contextlib.suppress(BufferError):  # views still alive: the GC unmaps later
-                buf.close()
+        self._buf = memoryview(b"")
+        with contextlib.suppress(BufferError):  # views still alive: the GC unmaps later
+            buf.release()
