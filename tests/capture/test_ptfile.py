@@ -306,3 +306,20 @@ def test_an_archive_with_a_comment_is_still_read(tmp_path):
     assert got is not None
     np.testing.assert_array_equal(got[0], t.numpy())
     assert got[1] == "float32"
+
+
+def test_same_pickles_parse_once_and_bad_ones_are_not_remembered(tmp_path):
+    """Tensors of one shape and dtype pickle alike: the second file reuses the parse."""
+    from tensorsight.capture import _ptfile
+
+    _ptfile._SPECS.clear()
+    for i in range(3):
+        torch.save(torch.full((4, 5), float(i)), tmp_path / f"t{i}.pt")
+    got = [read_pt(tmp_path / f"t{i}.pt") for i in range(3)]
+    assert len(_ptfile._SPECS) == 1
+    for i, (bits, dtype) in enumerate(got):
+        assert dtype == "float32"
+        assert bits.tolist() == [[float(i)] * 5] * 4
+    with pytest.raises(_ptfile._Unsupported):
+        _ptfile._parse(b"not a pickle")
+    assert len(_ptfile._SPECS) == 1

@@ -181,7 +181,24 @@ class _Unpickler(pickle.Unpickler):
         return _Storage(kind, key, numel)
 
 
+# data.pkl bytes -> their spec: every tensor of one shape and dtype pickles to the same
+# bytes, so a dump of thousands of files has a few dozen distinct ones
+_SPECS: dict[bytes, _Spec] = {}
+_SPECS_MAX = 4096
+
+
 def _parse(pickled: bytes) -> _Spec:
+    spec = _SPECS.get(pickled)
+    if spec is not None:
+        return spec
+    spec = _unpickle(pickled)
+    if len(_SPECS) >= _SPECS_MAX:
+        _SPECS.clear()
+    _SPECS[pickled] = spec
+    return spec
+
+
+def _unpickle(pickled: bytes) -> _Spec:
     try:
         spec = _Unpickler(io.BytesIO(pickled)).load()
     except _Unsupported:

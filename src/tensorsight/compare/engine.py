@@ -255,10 +255,7 @@ def _compare_rank(
     cache: dict[tuple[str, str], dict[str, Any]] = {}
     measure = _Measure(bs, ts, keys, cache)
     counter.add_total(len(jobs))
-    measured: list[OpComparison] = []
-    for row in pool.map(measure, jobs):
-        measured.append(row)
-        counter.tick()
+    measured = _measure_all(pool, measure, jobs, counter)
     # judge op by op, in execution order
     state = JudgeState()
     out: list[OpComparison] = []
@@ -276,6 +273,44 @@ def _compare_rank(
         out.extend(judged_out)
         i = j
     return out
+
+
+def _measure_all(
+    pool: ThreadPoolExecutor,
+    measure: Callable[[_Job], OpComparison],
+    jobs: Sequence[_Job],
+    counter: _Counter,
+) -> list[OpComparison]:
+    """``[measure(j) for j in jobs]`` on the pool's threads, each pulling the next job.
+
+    One task per thread rather than one per job: a future per job woke the waiting thread
+    once per job, and on a machine whose cores all run the kernel that wake-up took a core
+    and the GIL from a worker. Job order is kept; the first error stops the other threads
+    at their next job and is raised here.
+    """
+    out: list[OpComparison | None] = [None] * len(jobs)
+    feed = iter(enumerate(jobs))
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def drain() -> None:
+        while not failed.is_set():
+            with lock:
+                item = next(feed, None)
+            if item is None:
+                return
+            i, job = item
+            try:
+                out[i] = measure(job)
+            except BaseException:
+                failed.set()
+                raise
+            counter.tick()
+
+    tasks = [pool.submit(drain) for _ in range(min(pool._max_workers, len(jobs)))]
+    for task in tasks:
+        task.result()
+    return [row for row in out if row is not None]
 
 
 class _Measure:
