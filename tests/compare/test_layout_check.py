@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from tensorsight.compare.engine import _may_be_permuted, _sorted_equal
 from tensorsight.compare.metrics import compare_arrays
@@ -59,3 +60,62 @@ def test_float32_tensors_beyond_the_float32_square_range_still_compare():
     bench = (rng.standard_normal(4096) * 1e25).astype(np.float32)
     assert _sorted_equal(bench, rng.permutation(bench), 0.5)
     assert not _sorted_equal(bench, bench * np.float32(1.5), 0.5)
+
+
+class _RollThenDeep(torch.nn.Module):
+    """A permutation early, then many layers whose tensors all inherit the difference."""
+
+    shift = 1
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(32, 32)
+        self.rest = torch.nn.ModuleList(torch.nn.Linear(32, 32) for _ in range(12))
+
+    def forward(self, x):
+        h = torch.roll(self.first(x), shifts=_RollThenDeep.shift, dims=1)
+        for layer in self.rest:
+            h = torch.tanh(layer(h))
+        return h.sum()
+
+
+def test_only_ops_that_add_error_are_sorted(tmp_path, monkeypatch):
+    """Inherited rows with look-alike moments are candidates but are not sorted; the op
+    that introduces the permutation still gets ``layout-transpose``."""
+    from tensorsight import dump
+    from tensorsight.compare import compare, engine
+
+    torch.manual_seed(0)
+    model, x = _RollThenDeep(), torch.randn(16, 32)
+    paths = []
+    for shift, name in ((1, "a"), (2, "b")):
+        _RollThenDeep.shift = shift
+        with dump(tmp_path / name, mode="tensor", steps=[0]) as d:
+            model(x).backward()
+            d.step()
+        model.zero_grad()
+        paths.append(tmp_path / name)
+    _RollThenDeep.shift = 1
+    counts = {"candidates": 0, "sorted": 0}
+    pre, sort = engine._may_be_permuted, engine._sorted_equal
+
+    def counted_pre(values, rel):
+        ok = pre(values, rel)
+        counts["candidates"] += ok
+        return ok
+
+    def counted_sort(bench, target, rel):
+        counts["sorted"] += 1
+        return sort(bench, target, rel)
+
+    monkeypatch.setattr(engine, "_may_be_permuted", counted_pre)
+    monkeypatch.setattr(engine, "_sorted_equal", counted_sort)
+    result = compare(*paths)
+    first = result.first_divergence
+    assert first is not None
+    assert first.op == "aten.roll.default"
+    assert first.mechanism == "layout-transpose"
+    errors = sum(r.verdict == "error" for r in result.rows)
+    assert counts["sorted"] <= errors < counts["candidates"]
+    assert not any((r.mechanism or "").startswith("layout?") for r in result.rows)
+    assert not any(r.mechanism == "layout-transpose" for r in result.rows if r.verdict != "error")

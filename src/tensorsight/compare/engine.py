@@ -11,6 +11,7 @@ bounded by the largest tensor pair, not by the dump size.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import threading
@@ -272,6 +273,7 @@ def _compare_rank(
         out.extend(judged_in)
         out.extend(judged_out)
         i = j
+    measure.resolve_layout(out)
     return out
 
 
@@ -325,6 +327,9 @@ class _Measure:
     ) -> None:
         self.bs, self.ts, self.keys, self.cache = bs, ts, keys, cache
         self.custom = [get_metric(k) for k in keys if k not in BUILTIN_KEYS]
+        # layout candidates: token -> (bench record, target record, rel. Euclidean)
+        self.layout: dict[str, tuple[TensorRecord, TensorRecord, float]] = {}
+        self._tokens = itertools.count()
 
     def __call__(self, job: _Job) -> OpComparison:
         b, t = job.bench, job.target
@@ -372,13 +377,15 @@ class _Measure:
             self.cache[key] = values
         return row.evolve(mode="tensor", **values)
 
-    def _measure(self, b: TensorRecord, t: TensorRecord) -> dict[str, Any]:
+    def _load(self, b: TensorRecord, t: TensorRecord) -> tuple[np.ndarray, np.ndarray]:
         try:
-            yb = self.bs.load(b)
-            xt = self.ts.load(t)
+            return self.bs.load(b), self.ts.load(t)
         except (OSError, ValueError) as exc:
             msg = f"Tensor {b.name!r}: cannot be loaded ({exc}). Expected a readable dump."
             raise CompareError(msg) from exc
+
+    def _measure(self, b: TensorRecord, t: TensorRecord) -> dict[str, Any]:
+        yb, xt = self._load(b, t)
         rb = _range(b, yb)
         rt = _range(t, xt)
         pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)
@@ -400,13 +407,41 @@ class _Measure:
             out["custom"] = {s.key: float(s.func(yb, xt)) for s in self.custom}
         rel = pm.values["rel_euclidean"]
         big = rel > LAYOUT_CHECK_MIN_ERROR and yb.size <= LAYOUT_CHECK_MAX_ELEMS
-        if big and _may_be_permuted(pm.values, rel) and _sorted_equal(yb, xt, rel):
-            out["mechanism"] = "layout-transpose"
+        if big and _may_be_permuted(pm.values, rel):  # sorted later, if the op adds error
+            token = f"{_LAYOUT_CANDIDATE}{next(self._tokens)}"
+            self.layout[token] = (b, t, rel)
+            out["mechanism"] = token
         return out
+
+    def resolve_layout(self, rows: list[OpComparison]) -> None:
+        """Decide the layout candidates of :meth:`_measure`, in place.
+
+        The sort that decides it (a copy and O(n log n) per side) runs only for ``error``
+        rows, the ops that add error of their own, in execution order and at most
+        :data:`LAYOUT_CHECKS_MAX` per rank: after a real divergence nearly every later
+        tensor differs with moments alike, and sorting each of them made a compare several
+        times slower while only the op that introduces an error is a layout suspect.
+        """
+        decided: dict[str, str | None] = {}
+        for k, row in enumerate(rows):
+            token = row.mechanism
+            if token is None or not token.startswith(_LAYOUT_CANDIDATE):
+                continue
+            if token not in decided:
+                found = None
+                if row.verdict == "error" and len(decided) < LAYOUT_CHECKS_MAX:
+                    b, t, rel = self.layout[token]
+                    if _sorted_equal(*self._load(b, t), rel):
+                        found = "layout-transpose"
+                decided[token] = found
+            rows[k] = row.evolve(mechanism=decided[token])
+        self.layout.clear()
 
 
 LAYOUT_CHECK_MIN_ERROR = 0.05
 LAYOUT_CHECK_MAX_ELEMS = 1 << 24
+LAYOUT_CHECKS_MAX = 64  # sorted comparisons per rank
+_LAYOUT_CANDIDATE = "layout?"  # a row's mechanism until resolve_layout decides it
 
 
 def _layout_tolerance(rel: float) -> float:
