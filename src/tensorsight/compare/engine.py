@@ -287,8 +287,8 @@ def _measure_all(
 
     One task per thread rather than one per job: a future per job woke the waiting thread
     once per job, and on a machine whose cores all run the kernel that wake-up took a core
-    and the GIL from a worker. Job order is kept; the first error stops the other threads
-    at their next job and is raised here.
+    and the GIL from a worker. Job order is kept; the first error (or an interrupt while
+    waiting) stops the other threads at their next job and is raised here.
     """
     out: list[OpComparison | None] = [None] * len(jobs)
     feed = iter(enumerate(jobs))
@@ -310,8 +310,12 @@ def _measure_all(
             counter.tick()
 
     tasks = [pool.submit(drain) for _ in range(min(pool._max_workers, len(jobs)))]
-    for task in tasks:
-        task.result()
+    try:
+        for task in tasks:
+            task.result()
+    except BaseException:  # an error, or Ctrl-C here: the threads stop at their next job
+        failed.set()
+        raise
     return [row for row in out if row is not None]
 
 
