@@ -119,3 +119,39 @@ def test_only_ops_that_add_error_are_sorted(tmp_path, monkeypatch):
     assert counts["sorted"] <= errors < counts["candidates"]
     assert not any((r.mechanism or "").startswith("layout?") for r in result.rows)
     assert not any(r.mechanism == "layout-transpose" for r in result.rows if r.verdict != "error")
+
+
+def test_the_sort_budget_counts_sorts_not_candidates(monkeypatch):
+    """Candidates on passing rows are dropped without a sort and use none of the budget:
+    with room for one sort, the error row after them still gets it."""
+    from tensorsight.compare import engine
+    from tensorsight.compare.result import OpComparison
+
+    rng = np.random.default_rng(0)
+    bench = rng.standard_normal(64).astype(np.float32)
+    arrays = {"b": bench, "t": rng.permutation(bench)}
+
+    class _Side:
+        def load(self, rec):
+            return arrays[rec]
+
+    monkeypatch.setattr(engine, "LAYOUT_CHECKS_MAX", 1)
+    measure = engine._Measure(_Side(), _Side(), (), {})
+    rows = []
+    for i, verdict in enumerate(["pass", "warning", "error"]):
+        token = f"{engine._LAYOUT_CANDIDATE}{i}"
+        measure.layout[token] = ("b", "t", 0.5)
+        rows.append(
+            OpComparison(
+                index=i,
+                op="aten.roll.default",
+                module_path="",
+                direction="forward",
+                tensor="output.0",
+                verdict=verdict,
+                mechanism=token,
+            )
+        )
+    measure.resolve_layout(rows)
+    assert [r.mechanism for r in rows] == [None, None, "layout-transpose"]
+    assert measure.layout == {}

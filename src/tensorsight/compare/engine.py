@@ -426,19 +426,16 @@ class _Measure:
         tensor differs with moments alike, and sorting each of them made a compare several
         times slower while only the op that introduces an error is a layout suspect.
         """
-        decided: dict[str, str | None] = {}
+        found: dict[str, str | None] = {}  # token -> what its sort decided
         for k, row in enumerate(rows):
             token = row.mechanism
             if token is None or not token.startswith(_LAYOUT_CANDIDATE):
                 continue
-            if token not in decided:
-                found = None
-                if row.verdict == "error" and len(decided) < LAYOUT_CHECKS_MAX:
-                    b, t, rel = self.layout[token]
-                    if _sorted_equal(*self._load(b, t), rel):
-                        found = "layout-transpose"
-                decided[token] = found
-            rows[k] = row.evolve(mechanism=decided[token])
+            if token not in found and row.verdict == "error" and len(found) < LAYOUT_CHECKS_MAX:
+                b, t, rel = self.layout[token]
+                same = _sorted_equal(*self._load(b, t), rel)
+                found[token] = "layout-transpose" if same else None
+            rows[k] = row.evolve(mechanism=found.get(token))
         self.layout.clear()
 
 
