@@ -187,3 +187,19 @@ def test_evolve_is_dataclasses_replace():
         fast.cosine = 1.0  # type: ignore[misc]
     with pytest.raises(TypeError, match="no field 'cosin'"):
         row.evolve(cosin=1.0)
+
+
+def test_csv_rows_with_different_custom_metrics():
+    """A row without another row's custom metric gets an empty cell, not an error."""
+    base = _comparison()
+    rows = (
+        *base.rows,
+        OpComparison(3, "aten.add.Tensor", "M", "forward", "output.0", custom={"other": 0.25}),
+    )
+    comparison = Comparison("a", "b", rows, metrics=METRIC_COLUMNS)
+    table = list(csv.DictReader(io.StringIO(comparison.to_csv())))
+    assert [r["my_metric"] for r in table] == ["", "2.0", "", ""]
+    assert [r["other"] for r in table] == ["", "", "", "0.25"]
+    assert table[0]["max_abs_err"] == "inf"
+    assert table[0]["kl_div"] == "nan"
+    assert table[0]["shape_bench"] == "[2,3]"

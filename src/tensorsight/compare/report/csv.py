@@ -34,13 +34,12 @@ def render_csv(comparison: Comparison, path: str | Path | None = None) -> str:
     extra = cols[len(COLUMNS) :]
     lines: list[list[object]] = []
     for row in comparison.rows:
+        state = vars(row)
+        values = [state[a] for a in _ATTRS]
         custom = row.custom
-        if custom:  # a custom metric's value wins over a field of the same name (get())
-            values = [custom[c] if c in custom else row.get(c) for c in cols]
-        else:
-            state = vars(row)
-            values = [state[a] for a in _ATTRS]
-            values.extend(None for _ in extra)
+        if custom and not custom.keys().isdisjoint(COLUMNS):  # as get(): custom values win
+            values = [custom.get(c, v) for c, v in zip(COLUMNS, values, strict=True)]
+        values.extend(custom.get(c) for c in extra)  # a key other rows have: empty here
         lines.append([_text(v) for v in values])
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
