@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from tensorsight._version import __version__
 from tensorsight.capture import _fs, _safetensors, _table
 from tensorsight.capture._np_stats import stats_columns
-from tensorsight.capture.schema import DumpManifest, StepInfo
+from tensorsight.capture.schema import DumpManifest, StepInfo, step_json
 from tensorsight.errors import CaptureError
 
 __all__ = ["MEASURE_COPY", "DumpWriter", "PendingTensor"]
@@ -118,6 +118,7 @@ class DumpWriter:
         self._closed = False
         self._dtypes: set[str] = set(manifest.dtypes)
         self._steps: list[StepInfo] = list(manifest.steps)
+        self._step_json: dict[int, tuple[StepInfo, str]] = {}  # step -> (info, its JSON)
         # writer-thread state of the current step
         self._log: _table.StepLog | None = None
         self._step_dir: Path | None = None
@@ -522,11 +523,19 @@ class DumpWriter:
         self.manifest = dataclasses.replace(
             self.manifest, dtypes=tuple(sorted(self._dtypes)), steps=tuple(steps)
         )
-        _fs.write_text_atomic(
-            self.rank_dir / "manifest.json", self.manifest.to_json(), durable=durable
-        )
+        text = self.manifest.to_json(self._step_text)
+        _fs.write_text_atomic(self.rank_dir / "manifest.json", text, durable=durable)
         self._manifest_written = time.monotonic()
         self._manifest_due = None
+
+    def _step_text(self, info: StepInfo) -> str:
+        """:func:`schema.step_json` of a step, encoded once per change of the step."""
+        hit = self._step_json.get(info.step)
+        if hit is not None and hit[0] == info:
+            return hit[1]
+        text = step_json(info)
+        self._step_json[info.step] = (info, text)
+        return text
 
     def _mark_failed(self, exc: BaseException) -> None:
         log, self._log = self._log, None
