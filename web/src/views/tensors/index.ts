@@ -1,6 +1,7 @@
 // Tensors view: step slider, numpy-like slice query (sliced on the server), statistics, histogram.
 import "./tables.css";
 import { getJson, toNumber } from "../../api/client";
+import { Latest } from "../../core/latest";
 import type { JsonNumber, TagEntry } from "../../api/types";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
 
@@ -78,6 +79,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     h("div", { class: "tensor-body" }, h("div", { class: "table-wrap" }, body), h("div", { class: "tensor-side" }, h("h4", {}, "statistics (whole tensor)"), statsEl, h("h4", {}, "histogram (finite values)"), hist)),
   );
   let steps: StepsResponse["records"] = [];
+  // the slider and the query each fetch a slice: only the newest request's answer is shown
+  const latest = new Latest();
 
   async function loadSlice(useQuery: boolean): Promise<void> {
     const [run, tag] = JSON.parse(pick.value || '["",""]') as [string, string];
@@ -85,13 +88,15 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     if (!rec) return;
     stepLabel.textContent = String(rec.step);
     error.textContent = "";
+    const ticket = latest.next();
     let r: SliceResponse;
     try {
       r = await getJson<SliceResponse>("/api/views/tensors/slice", { run, tag, step: rec.step, q: useQuery ? query.value : undefined });
     } catch (err) {
-      error.textContent = (err as Error).message;
+      if (latest.current(ticket)) error.textContent = (err as Error).message;
       return;
     }
+    if (!latest.current(ticket)) return;
     query.value = r.query;
     meta.textContent = `${r.dtype}[${r.shape.join(", ")}] at step ${r.step} · slice [${r.query}] → ${r.slice_shape.join(" × ")}${r.truncated ? " (cut to the first 1000 × 200 cells)" : ""}`;
     const head = h("tr", {}, h("th", {}, ""));
