@@ -3,6 +3,7 @@
 // either the table of every row (server-side filter, sort and paging keep 10,000+ rows fast)
 // or the bench and target op traces side by side; a row or an op line opens its drill-down.
 import { getJson, type Params } from "../../api/client";
+import { Latest } from "../../core/latest";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
 import "./comparison.css";
 import { renderDetail } from "./detail";
@@ -42,7 +43,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   let colorBy = "verdict";
   let mode: "table" | "sides" = "table";
   let sidesFor = "";
-  let rowsSeq = 0;
+  const rowsLatest = new Latest(); // a slower, older answer must not replace a newer one
   let openScopes: Set<string> | null = null;
   let disposed = false;
   const q: Query = {
@@ -263,17 +264,17 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
 
   async function loadRows(): Promise<void> {
     if (!summary) return;
-    const seq = ++rowsSeq; // a slower, older answer must not replace a newer one
+    const ticket = rowsLatest.next();
     let page: RowPage;
     try {
       page = await getJson<RowPage>(`${API}/rows`, params());
     } catch (err) {
-      if (seq !== rowsSeq) return;
+      if (!rowsLatest.current(ticket)) return;
       status.textContent = String(err instanceof Error ? err.message : err);
       status.classList.add("error-text");
       return;
     }
-    if (seq !== rowsSeq || disposed) return;
+    if (!rowsLatest.current(ticket) || disposed) return;
     status.classList.remove("error-text");
     const from = page.matched ? page.offset + 1 : 0;
     const to = page.offset + page.rows.length;

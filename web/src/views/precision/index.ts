@@ -3,6 +3,7 @@ import "../tensors/tables.css";
 import "../graphs/graphs.css";
 import { buildUrl, getJson } from "../../api/client";
 import type { TagEntry } from "../../api/types";
+import { Latest } from "../../core/latest";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
 
 interface Row {
@@ -44,19 +45,23 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     return { run, tag, q: filter.value, reduced: reduced.checked ? "1" : "" };
   }
 
+  const latest = new Latest();
+
   async function load(): Promise<void> {
     if (!pick.value) return;
     const p = params();
     exportLink.setAttribute("href", buildUrl("/api/views/precision/export.xlsx", p));
     exportLink.setAttribute("download", "");
     error.textContent = "";
+    const ticket = latest.next();
     let t: Table;
     try {
       t = await getJson<Table>("/api/views/precision/table", p);
     } catch (err) {
-      error.textContent = (err as Error).message;
+      if (latest.current(ticket)) error.textContent = (err as Error).message;
       return;
     }
+    if (!latest.current(ticket)) return; // the filter or a checkbox changed meanwhile
     const dtypes = Object.entries(t.by_dtype).map(([k, v]) => `${k}: ${v}`).join(" · ");
     summary.textContent = `${t.total_ops} ops, ${t.reduced_ops} in reduced precision (${dtypes}) · ${t.matched} match`;
     body.replaceChildren(
