@@ -1,5 +1,5 @@
 """``python -m tensorsight`` runs the command line."""
 
-from tensorsight.cli import main
+from tensorsight.cli import entry
 
-raise SystemExit(main())
+entry()

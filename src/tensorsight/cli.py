@@ -12,6 +12,8 @@ A :class:`~tensorsight.errors.TensorsightError` is printed as one ``error: ...``
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, cast
@@ -20,7 +22,15 @@ from tensorsight._registry import load_object
 from tensorsight._version import __version__
 from tensorsight.errors import TensorsightError
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "ArgumentParser", "build_parser", "main"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ArgumentParser",
+    "build_parser",
+    "entry",
+    "main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -95,8 +105,31 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     return parser
 
 
+def entry() -> NoReturn:
+    """The program's entry point (``tensorsight`` and ``python -m tensorsight``).
+
+    A command whose parser sets ``fast_exit=True`` has closed everything it opened when it
+    returns, so the process ends with :func:`os._exit` after flushing stdout and stderr:
+    tearing down the interpreter (every module, the comparison's objects, idle worker
+    threads) was ~25 ms, 4-5 % of a ``compare`` of 1.7 GB. Other commands, errors and
+    interrupts exit normally.
+    """
+    code = main()
+    if _fast_exit:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError):  # a pipe whose reader has gone (`| head`)
+                stream.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
+_fast_exit = False  # set by main() when the command that ran allows it (see entry())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
+    global _fast_exit
+    _fast_exit = False
     args_list = list(sys.argv[1:] if argv is None else argv)
     # the top-level options are flags, so the first other word is the command
     parser = build_parser(next((a for a in args_list if not a.startswith("-")), None))
@@ -112,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             serve_board(
                 board_dir, port=getattr(args, "port", None), quiet=getattr(args, "quiet", False)
             )
+        else:
+            _fast_exit = bool(getattr(args, "fast_exit", False))
         return code
     except TensorsightError as exc:
         if args.debug:

@@ -60,3 +60,29 @@ def test_open_serves_the_new_comparison_in_the_board(tmp_path):
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=20)
+
+
+def test_compare_ends_without_teardown_and_loses_nothing(tmp_path):
+    """``compare`` leaves by os._exit (cli.entry): every report is whole, the summary printed,
+    the exit code kept; a reader that closes the pipe early costs no traceback."""
+    logdir = tmp_path / "logs"
+    make_comparison_logdir(logdir)
+    bench, target = str(logdir / "dumps" / "bench"), str(logdir / "dumps" / "target")
+    out = tmp_path / "report"
+    result = run_cli("compare", bench, target, "-o", str(out), "--format", "csv,json,xlsx,html")
+    assert result.returncode == 1  # the planted bug
+    assert "first divergence:" in result.stdout
+    assert result.stdout.rstrip().endswith(f"wrote {out / 'comparison.html'}")
+    rows = json.loads((out / "comparison.json").read_text())["rows"]
+    csv_lines = (out / "comparison.csv").read_text().splitlines()
+    assert len(csv_lines) == len(rows) + 1
+    assert (out / "comparison.html").read_text().rstrip().endswith("</html>")
+    import openpyxl
+
+    assert openpyxl.load_workbook(out / "comparison.xlsx").active.max_row == len(rows) + 1
+    piped = subprocess.run(
+        f"{sys.executable} -m tensorsight compare {bench} {target} | head -1",
+        shell=True, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert piped.stdout.startswith("bench:")
+    assert "Traceback" not in piped.stderr

@@ -69,7 +69,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--port", type=int, default=None, help="board port with --open (6006)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker threads")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary or progress bar")
-    p.set_defaults(func=run)
+    # run() closes every file it writes, so the process may skip interpreter teardown
+    p.set_defaults(func=run, fast_exit=True)
 
 
 def _formats(value: str | None) -> tuple[str, ...]:
