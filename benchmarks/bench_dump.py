@@ -24,7 +24,9 @@ beyond the plain steps, with the dump's files fdatasync'd before the clock stops
 both sides count getting the bytes onto the disk.
 
 Goals (issue 4): statistics mode <= 1.5x the plain step on the MLP and <= 3x on the tiny
-CNN; tensor mode writes at >= 70 % of dd's speed.
+CNN; tensor mode writes at >= 70 % of dd's speed. Statistics dumps at level op use the native
+(C++) capture where it is available; the tiny CNN is also timed on the Python path
+(``TENSORSIGHT_CAPTURE=python``, what accelerators and modes tensor/md5 use) for reference.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import Harness, Result
@@ -216,9 +219,16 @@ def _tensorsight(
     """
     import tensorsight
 
+    capture = kwargs.pop("capture", "auto")
     folder = tempfile.mkdtemp(prefix="bench_dump_")
+    before = os.environ.get("TENSORSIGHT_CAPTURE")
+    os.environ["TENSORSIGHT_CAPTURE"] = capture
     try:
         d = tensorsight.dump(os.path.join(folder, "d"), **kwargs).start()
+        if before is None:
+            del os.environ["TENSORSIGHT_CAPTURE"]
+        else:
+            os.environ["TENSORSIGHT_CAPTURE"] = before
         step()  # warm: hooks, caches, writer thread
         d.step()
         result = h.results.setdefault(label, Result(label))
@@ -238,7 +248,9 @@ def _tensorsight(
         size = _bytes_in(folder)
         warm = _bytes_in(os.path.join(folder, "d", "rank0", "step0"))
         total = sum(result.seconds) + drain + synced
+        manifest = json.loads(Path(folder, "d", "rank0", "manifest.json").read_text())
         result.notes.update(
+            capture=str(manifest.get("extra", {}).get("capture", "")),
             bytes=str(size - warm),
             drain=f"{drain:.3f}",
             sync=f"{synced:.3f}",
@@ -298,8 +310,10 @@ def _interleaved(
 
 
 def _ratio_note(r: Result, plain: Result) -> str:
+    capture = r.notes.get("capture")
     text = (
-        f"{r.label}: x{r.median / plain.median:.2f} the plain step "
+        f"{r.label}{f' ({capture} capture)' if capture else ''}: "
+        f"x{r.median / plain.median:.2f} the plain step "
         f"(medians of {len(r.seconds)} and {len(plain.seconds)} steps; fastest runs: "
         f"x{min(r.seconds) / min(plain.seconds):.2f}"
     )
@@ -418,10 +432,16 @@ def _run(h: Harness) -> None:
     h.compare("mlp plain step")
     for r in (stats, md5):
         h.note(_ratio_note(r, plain))
-    cnn_plain, (cnn_stats,) = _interleaved(
-        h, "cnn", cnn_step, rounds, cnn_steps, {"statistics": {}}
+    cnn_plain, (cnn_stats, cnn_python) = _interleaved(
+        h,
+        "cnn",
+        cnn_step,
+        rounds,
+        cnn_steps,
+        {"statistics": {}, "statistics, python path": {"capture": "python"}},
     )
-    h.note(_ratio_note(cnn_stats, cnn_plain))
+    for r in (cnn_stats, cnn_python):
+        h.note(_ratio_note(r, cnn_plain))
     h.note(
         f"creating a step folder and its table file: {create_before:.0f} us before the "
         f"statistics runs, {_create_cost():.0f} us after them (~15-30 us on a healthy "

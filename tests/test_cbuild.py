@@ -22,6 +22,33 @@ def test_builds_once_and_loads_from_the_cache(tmp_path, monkeypatch):
     assert built[0].stat().st_mtime_ns == mtime  # reused, not rebuilt
 
 
+def test_builds_several_sources_with_a_notice_only_when_building(tmp_path, monkeypatch, capsys):
+    import ctypes
+
+    monkeypatch.setenv("TENSORSIGHT_CACHE_DIR", str(tmp_path / "cache"))
+    a, b = tmp_path / "a.c", tmp_path / "b.c"
+    a.write_text(
+        "#include <math.h>\nint twice(int x);\ndouble f(int x) { return sqrt(twice(x)); }\n"
+    )
+    b.write_text("int twice(int x) { return 2 * x; }\n")
+
+    def build(extra: str) -> object:
+        return _cbuild.build_library(
+            [a, b], ["-O2"], name="two", link=["-lm"], key_extra=extra, notice="building two"
+        )
+
+    path = build("v1")
+    assert path is not None
+    lib = ctypes.CDLL(str(path))
+    lib.f.restype = ctypes.c_double
+    assert lib.f(8) == 4.0
+    assert capsys.readouterr().err == "building two\n"
+    assert build("v1") == path  # cached: no notice
+    assert capsys.readouterr().err == ""
+    assert build("v2") != path  # another key (e.g. another torch): another library
+    assert capsys.readouterr().err == "building two\n"
+
+
 def test_no_compiler_means_python_fallback(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("TENSORSIGHT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(shutil, "which", lambda _name: None)

@@ -14,11 +14,12 @@ import ctypes
 import logging
 import os
 import platform
+import sys
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["cache_dir", "load_c_library"]
+__all__ = ["build_library", "cache_dir", "load_c_library"]
 
 _log = logging.getLogger(__name__)
 
@@ -56,22 +57,65 @@ def load_c_library(source: Path, flags: Sequence[str], *, name: str) -> ctypes.C
         result cannot be loaded (the reason is logged at INFO level).
     """
     try:
-        code = source.read_bytes()
-        blob = code + " ".join(flags).encode() + platform.machine().encode() + _cpu().encode()
-        # a cache key, not a signature: two 32-bit checksums (hashlib's OpenSSL start-up was
-        # 3 ms of every compare command)
-        key = f"{zlib.crc32(blob):08x}{zlib.adler32(blob):08x}"
-        target = cache_dir() / f"{name}-{key}.so"
-        if not target.is_file() and not _build(source, flags, target, name):
-            return None
-        return ctypes.CDLL(str(target))
+        target = build_library([source], flags, name=name)
+        return None if target is None else ctypes.CDLL(str(target))
     except OSError as exc:
         _log.info("%s unavailable (%s); falling back to Python", name, exc)
         return None
 
 
-def _build(source: Path, flags: Sequence[str], target: Path, name: str) -> bool:
-    """Compile ``source`` into ``target``; ``False`` (logged) when that is not possible.
+def build_library(
+    sources: Sequence[Path],
+    flags: Sequence[str],
+    *,
+    name: str,
+    link: Sequence[str] = (),
+    compilers: Sequence[str] = ("CC", "cc", "gcc"),
+    key_extra: str = "",
+    notice: str = "",
+) -> Path | None:
+    """The cached shared library built from ``sources`` (built now if missing).
+
+    Args:
+        sources: Source files, compiled and linked in one command (``-x c`` / ``-x c++``
+            in ``flags`` choose the language per file, as with gcc).
+        flags: Flags placed before the sources.
+        name: Short name for the cached file and log messages.
+        link: Flags placed after the sources (``-L``, ``-l``).
+        compilers: Where to find the compiler: the first entry is an environment variable
+            naming it, the others are program names tried in order.
+        key_extra: More text that must change the cache key (e.g. a library's version).
+        notice: A line printed to stderr before a build starts (for builds that take
+            seconds).
+
+    Returns:
+        The library's path, or ``None`` (logged) when no compiler runs or compiling fails.
+
+    Raises:
+        OSError: A source cannot be read.
+    """
+    blob = b"".join(Path(s).read_bytes() for s in sources)
+    blob += " ".join([*flags, "|", *link, key_extra]).encode()
+    blob += platform.machine().encode() + _cpu().encode()
+    # a cache key, not a signature: two 32-bit checksums (hashlib's OpenSSL start-up was
+    # 3 ms of every compare command)
+    key = f"{zlib.crc32(blob):08x}{zlib.adler32(blob):08x}"
+    target = cache_dir() / f"{name}-{key}.so"
+    if target.is_file() or _build(sources, flags, link, target, name, compilers, notice):
+        return target
+    return None
+
+
+def _build(
+    sources: Sequence[Path],
+    flags: Sequence[str],
+    link: Sequence[str],
+    target: Path,
+    name: str,
+    compilers: Sequence[str],
+    notice: str = "",
+) -> bool:
+    """Compile ``sources`` into ``target``; ``False`` (logged) when that is not possible.
 
     Its modules load only here: a cached library is the common case, and subprocess and
     tempfile were a sixth of the compare command's imports.
@@ -80,16 +124,26 @@ def _build(source: Path, flags: Sequence[str], target: Path, name: str) -> bool:
     import subprocess
     import tempfile
 
-    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    env_name, *programs = compilers
+    compiler = next(
+        (
+            found
+            for c in (os.environ.get(env_name, ""), *programs)
+            if c and (found := shutil.which(c))
+        ),
+        None,
+    )
     if compiler is None:
         _log.info("no C compiler found; %s falls back to Python", name)
         return False
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
-    cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, str(source)]
+    cmd = [compiler, *flags, "-shared", "-fPIC", "-o", tmp, *map(str, sources), *link]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as exc:  # not runnable, or timed out
         os.unlink(tmp)
         _log.info("compiling %s failed: %s", name, exc)

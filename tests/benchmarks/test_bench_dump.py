@@ -32,7 +32,9 @@ def test_interleaved_rounds_time_every_case_and_note_each_rounds_ratio():
     assert len(ratios) == 2
     assert all(r > 0 for r in ratios)
     note = bench_dump._ratio_note(stats, plain)
-    assert note.startswith("tiny tensorsight statistics: x")
+    capture = stats.notes["capture"]
+    assert capture in ("native", "python")
+    assert note.startswith(f"tiny tensorsight statistics ({capture} capture): x")
     assert "median of the rounds' ratios" in note
 
 

@@ -31,6 +31,8 @@ class ModuleTracker:
     ) -> None:
         self._names: weakref.WeakKeyDictionary[torch.nn.Module, str] = weakref.WeakKeyDictionary()
         self.stack: list[str] = []
+        # called with the innermost path after each push and pop (the native capture's hook)
+        self.on_change: Callable[[str], None] | None = None
         self._on_param_grad = on_param_grad
         self._param_handles: list[Any] = []
         self._watched: weakref.WeakKeyDictionary[torch.nn.Module, bool] = (
@@ -63,6 +65,8 @@ class ModuleTracker:
     def _pre(self, module: torch.nn.Module, args: Any) -> None:
         name = self.name_of(module)
         self.stack.append(name)
+        if self.on_change is not None:
+            self.on_change(name)
         if self._on_param_grad is not None and module not in self._watched:
             self._watched[module] = True
             for pname, p in module.named_parameters(recurse=False):
@@ -81,8 +85,11 @@ class ModuleTracker:
         return hook
 
     def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if self.stack:
-            self.stack.pop()
+        stack = self.stack
+        if stack:
+            stack.pop()
+        if self.on_change is not None:
+            self.on_change(stack[-1] if stack else "")
 
     def close(self) -> None:
         """Remove every hook."""

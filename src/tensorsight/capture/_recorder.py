@@ -11,7 +11,7 @@ import fnmatch
 import os
 import traceback
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -82,6 +82,9 @@ class Recorder:
         self._copy_id = 0
         self._bumped: list[tuple[weakref.ref[torch.Tensor], int, Any]] = []
         self._one = self._one_statistics if mode == "statistics" else self._one_general
+        # set by the native capture, which holds the ops it records until it is asked for
+        # them: commit() hands it this op to be committed after those
+        self.defer: Callable[..., None] | None = None
 
     def new_step(self) -> None:
         """Restart the execution index (cached statistics stay valid across steps)."""
@@ -215,6 +218,22 @@ class Recorder:
         stack: str | None = None,
     ) -> None:
         """Queue the rows of one op under the next execution index."""
+        if self.defer is not None:  # the native capture holds ops that ran before this one
+            self.defer(op, direction, module_path, snaps, grad_fn, stack)
+            return
+        self.commit_rows(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack)
+
+    def commit_rows(
+        self,
+        op: str,
+        direction: str,
+        module_path: str,
+        snaps: list[Snapshot],
+        *,
+        grad_fn: str | None = None,
+        stack: str | None = None,
+    ) -> None:
+        """:meth:`commit` without asking the native capture for its rows first."""
         index = self.index
         self.index += 1
         nbytes = 0

@@ -58,6 +58,16 @@ def _numerics() -> dict[str, Any]:
 
 def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -> tuple[Any, ...]:
     """Writer, recorder, module tracker and backend for one rank."""
+    backend_cls: Any = CAPTURE_BACKENDS.get(options["level"])
+    extra = _numerics()
+    if options["level"] == "op":
+        from tensorsight.capture import _native_capture
+
+        why_not = _native_capture.native_reason(options)
+        if why_not is None:
+            backend_cls = _native_capture.NativeOpCapture
+        # which path recorded the ops: the two differ in a few ops (docs/formats/dump.md)
+        extra["capture"] = "native" if why_not is None else "python"
     manifest = base_manifest(
         mode=options["mode"],
         level=options["level"],
@@ -66,7 +76,7 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
         device=_device(),
         rank=rank,
         world_size=world_size,
-        extra=_numerics(),
+        extra=extra,
     )
     arena_box: list[CopyArena] = []
     writer = DumpWriter(
@@ -91,7 +101,6 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
         stack=options["stack"],
         arena=arena,
     )
-    backend_cls = CAPTURE_BACKENDS.get(options["level"])
 
     def on_param_grad(path: str, name: str, param: torch.nn.Parameter) -> None:
         backend = holder[0]

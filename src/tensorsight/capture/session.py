@@ -244,6 +244,9 @@ class DumpSession:
         finally:
             if self._backend is not None:
                 self._backend.stop()
+                closer = getattr(self._backend, "close", None)
+                if closer is not None:
+                    closer()
             if self._tracker is not None:
                 self._tracker.close()
             try:

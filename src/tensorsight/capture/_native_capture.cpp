@@ -1,0 +1,425 @@
+/* tensorsight native op capture: the level-"op" statistics dump without Python per op.
+ *
+ * Built on first use by tensorsight/capture/_native_capture.py (g++ against the headers and
+ * libraries of the torch wheel in use) and loaded with torch.ops.load_library. A
+ * thread-local RecordFunction observer sees every op call on the capturing thread; it keeps
+ * the calls the Python path (a TorchDispatchMode, backends/torch_ops.py) records and
+ * measures their tensors with the same C statistics kernel (_stats_kernel.c, linked in):
+ *
+ *   - an op with a CompositeImplicitAutograd kernel is not recorded (it decomposes before
+ *     the dispatcher reaches the Python key, so the mode sees its parts, not the op);
+ *   - an op called while a recorded op runs is not recorded (the mode is off inside a
+ *     kernel too);
+ *   - tensorsight's own ops (``tensorsight_native::``) are not recorded.
+ *
+ * Inputs are measured when the op starts, outputs when it ends (after autograd bumped the
+ * version of tensors written in place, so cached measurements stay exact). Direction comes
+ * from the autograd node running the op; a forward op's sequence number maps to the module
+ * that ran it (``ts_module``, set by Python's module hooks), which is how backward ops get
+ * their forward module. Records stay here until Python pulls them (tsn_pull).
+ */
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/library.h>
+
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <typeinfo>
+#include <unordered_map>
+#include <vector>
+
+extern "C" {
+#include "_stats_kernel.c"  // the Python path's kernel, compiled into this library
+
+/* Written by Python through ctypes: the innermost running module's id (0: none), and a
+   nonzero value while tensorsight's own code runs torch ops on this thread. */
+int32_t ts_module = 0;
+int32_t ts_paused = 0;
+/* Read by Python: rows waiting to be pulled (a cheap "is a pull worth it" check). */
+int64_t ts_pending = 0;
+}
+
+namespace {
+
+constexpr int64_t kCacheMinNumel = 1 << 13;  // as _recorder._CACHE_MIN_NUMEL
+
+struct OpInfo {
+  bool skip = true;
+  int32_t name_id = -1;
+  std::vector<int32_t> input_names;  // per schema argument: name id, or -1 (kwarg-only list)
+  std::vector<std::string> arg_names;  // per schema argument: "input.<i>" or "input.<name>"
+  bool single_list_return = false;
+};
+
+/* the identity of a tensor's elements at one version (as _torch_stats.StatsCache.key) */
+struct Key {
+  const void* data;
+  int64_t numel;
+  int64_t dtype;
+  int64_t version;
+  const void* storage;
+  bool operator==(const Key& o) const {
+    return data == o.data && numel == o.numel && dtype == o.dtype && version == o.version &&
+           storage == o.storage;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = reinterpret_cast<uintptr_t>(k.data);
+    for (uint64_t v : {static_cast<uint64_t>(k.numel), static_cast<uint64_t>(k.dtype),
+                       static_cast<uint64_t>(k.version), static_cast<uint64_t>(
+                           reinterpret_cast<uintptr_t>(k.storage))}) {
+      h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+struct Cached {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  std::array<double, 8> stats;
+};
+
+struct State {
+  std::mutex lock;
+  std::thread::id owner;
+  at::CallbackHandle handle = 0;
+  bool active = false;
+  // interned strings; new ones since the last pull are sent with it
+  std::vector<std::string> strings;
+  std::unordered_map<std::string, int32_t> string_ids;
+  size_t strings_sent = 0;
+  std::unordered_map<const void*, OpInfo> ops;  // by the schema's name pointer
+  std::unordered_map<const char*, int32_t> node_names;  // by typeid name
+  std::unordered_map<int64_t, int32_t> seq_module;  // forward sequence number -> module id
+  std::unordered_map<Key, Cached, KeyHash> cache;  // valid while the storage lives
+  // records: per op [name, direction, module, grad_fn, tensors]; per tensor [name, dtype,
+  // ndim, has_stats, device] + shape + 8 statistics
+  std::vector<int64_t> op_rows;
+  std::vector<int64_t> tensor_rows;
+  std::vector<int64_t> shapes;
+  std::vector<double> stats;
+  int64_t slow = 0;  // tensors measured through a float64 copy
+  int32_t cpu_id = -1;  // the interned "cpu"
+};
+
+State* g = nullptr;
+thread_local int t_depth = 0;
+
+int32_t intern(const std::string& s) {
+  auto it = g->string_ids.find(s);
+  if (it != g->string_ids.end()) return it->second;
+  int32_t id = static_cast<int32_t>(g->strings.size());
+  g->strings.push_back(s);
+  g->string_ids.emplace(s, id);
+  return id;
+}
+
+const OpInfo& info_of(const at::RecordFunction& fn) {
+  const void* key = static_cast<const void*>(fn.name());
+  auto it = g->ops.find(key);
+  if (it != g->ops.end()) return it->second;
+  OpInfo info;
+  std::string name = fn.name();
+  auto opname = fn.operator_name();
+  size_t sep = name.find("::");
+  if (opname && sep != std::string::npos && name.rfind("tensorsight_native::", 0) != 0) {
+    auto handle = c10::Dispatcher::singleton().findOp(*opname);
+    bool composite =
+        handle && handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
+    if (handle && !composite) {
+      info.skip = false;
+      const std::string& overload = opname->overload_name;
+      // str(OpOverload) of the Python path: "aten.addmm.default"
+      info.name_id = intern(name.substr(0, sep) + "." + name.substr(sep + 2) + "." +
+                            (overload.empty() ? "default" : overload));
+      const auto& schema = handle->schema();
+      size_t positional = 0;
+      for (const auto& arg : schema.arguments()) {
+        std::string n = arg.kwarg_only() ? "input." + arg.name() : "input." + std::to_string(positional++);
+        info.arg_names.push_back(n);
+        info.input_names.push_back(intern(n));
+      }
+      const auto& rets = schema.returns();
+      info.single_list_return = rets.size() == 1 && rets[0].type()->kind() == c10::TypeKind::ListType;
+    }
+  }
+  return g->ops.emplace(key, std::move(info)).first->second;
+}
+
+bool kernel_stats(const at::Tensor& t, double* out) {
+  const void* p = t.const_data_ptr();
+  int64_t n = t.numel();
+  switch (t.scalar_type()) {
+    case at::kDouble: ts_stats_f64(static_cast<const double*>(p), n, out); return true;
+    case at::kFloat: ts_stats_f32(static_cast<const float*>(p), n, out); return true;
+    case at::kHalf: ts_stats_f16(static_cast<const uint16_t*>(p), n, out); return true;
+    case at::kBFloat16: ts_stats_bf16(static_cast<const uint16_t*>(p), n, out); return true;
+    case at::kLong: ts_stats_i64(static_cast<const int64_t*>(p), n, out); return true;
+    case at::kInt: ts_stats_i32(static_cast<const int32_t*>(p), n, out); return true;
+    case at::kShort: ts_stats_i16(static_cast<const int16_t*>(p), n, out); return true;
+    case at::kChar: ts_stats_i8(static_cast<const int8_t*>(p), n, out); return true;
+    case at::kByte:
+    case at::kBool: ts_stats_u8(static_cast<const uint8_t*>(p), n, out); return true;
+    default: return false;
+  }
+}
+
+/* [min, max, sum, sumsq, nan, +inf, -inf, numel]; false: no statistics (empty, meta,
+   sparse, quantized, or a dtype float64 cannot hold) */
+bool measure_impl(const at::Tensor& t, double* out) {
+  int64_t n = t.numel();
+  if (n == 0 || !t.has_storage() || t.layout() != c10::kStrided || t.is_quantized() ||
+      t.device().type() == c10::DeviceType::Meta || t.is_neg() || t.is_conj())
+    return false;
+  out[7] = static_cast<double>(n);
+  // memory holding each element once (any order): the kernel reads it in place
+  bool dense = t.is_cpu() && t.is_non_overlapping_and_dense();
+  if (dense) {
+    for (int64_t s : t.strides()) dense = dense && s >= 0;
+  }
+  if (dense && kernel_stats(t, out)) return true;
+  // anything else: a float64 copy on the CPU (as the Python path: same values, sums to
+  // rounding); observation is off meanwhile so the copy is not recorded
+  at::RecordFunctionGuard off(false);
+  at::Tensor x = t.detach();
+  if (x.is_complex()) x = at::view_as_real(x);
+  try {
+    x = x.to(at::kCPU, at::kDouble).contiguous();
+  } catch (const c10::Error&) {
+    return false;
+  }
+  g->slow++;
+  ts_stats_f64(x.const_data_ptr<double>(), x.numel(), out);
+  out[7] = static_cast<double>(x.numel());
+  return true;
+}
+
+bool measure(const at::Tensor& t, double* out) {
+  try {
+    return measure_impl(t, out);
+  } catch (const std::exception&) {  // a tensor this path cannot read: no statistics
+    return false;
+  }
+}
+
+/* measured now, or the measurement of the same elements at the same version */
+bool measure_cached(const at::Tensor& t, double* out) {
+  if (t.numel() <= kCacheMinNumel || !t.is_cpu() || !t.has_storage() || t.is_inference() ||
+      !t.is_non_overlapping_and_dense())
+    return measure(t, out);
+  const c10::Storage& storage = t.storage();
+  Key key{t.const_data_ptr(), t.numel(), static_cast<int64_t>(t.scalar_type()),
+          static_cast<int64_t>(t._version()), storage.unsafeGetStorageImpl()};
+  auto it = g->cache.find(key);
+  if (it != g->cache.end()) {
+    auto alive = it->second.storage.lock();
+    if (alive && alive.get() == storage.unsafeGetStorageImpl()) {
+      std::memcpy(out, it->second.stats.data(), 8 * sizeof(double));
+      return true;
+    }
+  }
+  if (!measure(t, out)) return false;
+  if (g->cache.size() > 50000) {
+    for (auto i = g->cache.begin(); i != g->cache.end();) {
+      i = i->second.storage.expired() ? g->cache.erase(i) : std::next(i);
+    }
+  }
+  Cached c{c10::weak_intrusive_ptr<c10::StorageImpl>(storage.getWeakStorageImpl()), {}};
+  std::memcpy(c.stats.data(), out, 8 * sizeof(double));
+  g->cache.insert_or_assign(key, std::move(c));
+  return true;
+}
+
+void add_tensor(const at::Tensor& t, int32_t name) {
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  bool ok = measure_cached(t, s);
+  int64_t ndim = t.dim();
+  int64_t device = t.is_cpu() ? g->cpu_id : intern(t.device().str());
+  g->tensor_rows.insert(g->tensor_rows.end(),
+                        {name, static_cast<int64_t>(t.scalar_type()), ndim, ok ? 1 : 0, device});
+  for (int64_t d : t.sizes()) g->shapes.push_back(d);
+  g->stats.insert(g->stats.end(), s, s + 8);
+}
+
+int64_t add_value(const c10::IValue& v, int32_t name, const std::string& prefix) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    // a Python number passed to an op (mul(x, 0.5)): the Python path sees the number
+    if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) return 0;
+    add_tensor(t, name);
+    return 1;
+  }
+  if (v.isTensorList() || v.isList()) {
+    int64_t count = 0, j = 0;
+    for (const c10::IValue& x : v.toListRef()) {
+      if (x.isTensor() && x.toTensor().defined()) {
+        add_tensor(x.toTensor(), intern(prefix + "." + std::to_string(j)));
+        count++;
+      }
+      j++;
+    }
+    return count;
+  }
+  return 0;
+}
+
+struct Ctx : at::ObserverContext {
+  bool recorded = false;
+  size_t op_row = 0;
+};
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  // another thread, or a callback left on a thread other than the one that stopped capture
+  if (ts_paused || !g->active || std::this_thread::get_id() != g->owner) return nullptr;
+  std::lock_guard<std::mutex> guard(g->lock);
+  const OpInfo& info = info_of(fn);
+  if (info.skip) return nullptr;
+  auto ctx = std::make_unique<Ctx>();
+  if (t_depth++ != 0) return ctx;  // inside a recorded op
+  ctx->recorded = true;
+  int64_t direction = 0, module = ts_module, grad_fn = -1;
+  auto node = torch::autograd::get_current_node();
+  if (node) {
+    direction = 1;
+    const char* type_name = typeid(*node).name();
+    auto it = g->node_names.find(type_name);
+    if (it == g->node_names.end()) it = g->node_names.emplace(type_name, intern(node->name())).first;
+    grad_fn = it->second;
+    auto m = g->seq_module.find(static_cast<int64_t>(node->sequence_nr()));
+    module = m == g->seq_module.end() ? 0 : m->second;
+  } else if (fn.seqNr() >= 0) {
+    g->seq_module.emplace(fn.seqNr(), module);  // the first op to see a number keeps it
+  }
+  ctx->op_row = g->op_rows.size();
+  g->op_rows.insert(g->op_rows.end(), {info.name_id, direction, module, grad_fn, 0});
+  int64_t count = 0;
+  auto inputs = fn.inputs();
+  for (size_t i = 0; i < inputs.size() && i < info.input_names.size(); i++) {
+    count += add_value(inputs[i], info.input_names[i], info.arg_names[i]);
+  }
+  g->op_rows[ctx->op_row + 4] = count;
+  return ctx;
+}
+
+void on_exit(const at::RecordFunction& fn, at::ObserverContext* c) {
+  auto* ctx = static_cast<Ctx*>(c);
+  if (ctx == nullptr) return;
+  std::lock_guard<std::mutex> guard(g->lock);
+  t_depth--;
+  if (!ctx->recorded) return;
+  const OpInfo& info = info_of(fn);
+  int64_t count = 0;
+  const auto& outputs = fn.outputs();
+  if (info.single_list_return && outputs.size() == 1 && outputs[0].isList()) {
+    int64_t j = 0;
+    for (const c10::IValue& x : outputs[0].toListRef()) {
+      if (x.isTensor() && x.toTensor().defined()) {
+        add_tensor(x.toTensor(), intern("output." + std::to_string(j)));
+        count++;
+      }
+      j++;
+    }
+  } else {
+    for (size_t i = 0; i < outputs.size(); i++) {
+      std::string prefix = "output." + std::to_string(i);
+      count += add_value(outputs[i], intern(prefix), prefix);
+    }
+  }
+  g->op_rows[ctx->op_row + 4] += count;
+  ts_pending = static_cast<int64_t>(g->op_rows.size() / 5);
+}
+
+void start() {
+  if (g == nullptr) g = new State();  // never freed: observers may outlive static teardown
+  std::lock_guard<std::mutex> guard(g->lock);
+  TORCH_CHECK(!g->active, "tensorsight native capture: already started");
+  TORCH_CHECK(g->cpu_id >= 0, "tensorsight native capture: reset() first");
+  g->owner = std::this_thread::get_id();
+  auto cb = at::RecordFunctionCallback(on_enter, on_exit);
+  cb.needsInputs(true).needsOutputs(true).scopes({at::RecordScope::FUNCTION});
+  g->handle = at::addThreadLocalCallback(cb);
+  g->active = true;
+  t_depth = 0;
+}
+
+void stop() {
+  if (g == nullptr) return;
+  std::lock_guard<std::mutex> guard(g->lock);
+  if (!g->active) return;
+  at::removeCallback(g->handle);
+  g->active = false;
+}
+
+void new_step() {
+  if (g == nullptr) return;
+  std::lock_guard<std::mutex> guard(g->lock);
+  g->seq_module.clear();
+}
+
+at::Tensor as_tensor(std::vector<int64_t>& v) {
+  return at::tensor(at::ArrayRef<int64_t>(v), at::kLong);
+}
+
+/* (op rows, tensor rows, shapes, statistics, strings interned since the last pull) */
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, std::vector<std::string>> pull() {
+  TORCH_CHECK(g != nullptr, "tensorsight native capture: not started");
+  std::lock_guard<std::mutex> guard(g->lock);
+  at::RecordFunctionGuard off(false);
+  auto ops = as_tensor(g->op_rows).view({-1, 5});
+  auto tensors = as_tensor(g->tensor_rows).view({-1, 5});
+  auto shapes = as_tensor(g->shapes);
+  auto stats = at::tensor(at::ArrayRef<double>(g->stats), at::kDouble).view({-1, 8});
+  std::vector<std::string> fresh(g->strings.begin() + static_cast<std::ptrdiff_t>(g->strings_sent),
+                                 g->strings.end());
+  g->strings_sent = g->strings.size();
+  g->op_rows.clear();
+  g->tensor_rows.clear();
+  g->shapes.clear();
+  g->stats.clear();
+  ts_pending = 0;
+  return {ops, tensors, shapes, stats, fresh};
+}
+
+/* forget interned strings and cached statistics (a new session starts from id 0) */
+void reset() {
+  if (g == nullptr) g = new State();
+  std::lock_guard<std::mutex> guard(g->lock);
+  TORCH_CHECK(!g->active, "tensorsight native capture: reset() while started");
+  g->strings.clear();
+  g->string_ids.clear();
+  g->strings_sent = 0;
+  g->ops.clear();
+  g->node_names.clear();
+  g->seq_module.clear();
+  g->cache.clear();
+  g->op_rows.clear();
+  g->tensor_rows.clear();
+  g->shapes.clear();
+  g->stats.clear();
+  g->slow = 0;
+  g->cpu_id = intern("cpu");
+  ts_pending = 0;
+}
+
+int64_t slow_count() { return g == nullptr ? 0 : g->slow; }
+
+int64_t dtype_code(const at::Tensor& t) { return static_cast<int64_t>(t.scalar_type()); }
+
+}  // namespace
+
+TORCH_LIBRARY(tensorsight_native, m) {
+  m.def("start() -> ()", start);
+  m.def("stop() -> ()", stop);
+  m.def("new_step() -> ()", new_step);
+  m.def("pull() -> (Tensor, Tensor, Tensor, Tensor, str[])", pull);
+  m.def("reset() -> ()", reset);
+  m.def("slow_count() -> int", slow_count);
+  m.def("dtype_code(Tensor t) -> int", dtype_code);
+}
