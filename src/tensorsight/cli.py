@@ -35,6 +35,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_SIGPIPE = 141  # what a shell reports for a program killed by SIGPIPE (128 + 13)
 
 # "module:function" of each part's register(subparsers); order = order in --help.
 SUBCOMMANDS: tuple[str, ...] = (
@@ -156,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout's reader has gone (`| head`): stop quietly, as on SIGPIPE
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_SIGPIPE
 
 
 DEMO_EPILOG = """\

@@ -335,12 +335,15 @@ def test_the_python_path_records_what_the_native_one_cannot(
     assert dump.manifest().extra.get("capture", "python") == "python"
 
 
-def test_no_compiler_falls_back_to_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_compiler_falls_back_to_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(_native_capture, "_STATE", {})
     monkeypatch.setattr(_native_capture._cbuild, "build_library", lambda *a, **k: None)
     monkeypatch.setenv("TENSORSIGHT_CAPTURE", "auto")
     options = {"level": "op", "mode": "statistics", "stack": False}
     assert "could not be built" in str(_native_capture.native_reason(options))
+    assert "use the Python path (slower)" in capsys.readouterr().err
     x = torch.randn(3)
     with tensorsight.dump(tmp_path / "d"):
         x.exp()

@@ -121,6 +121,9 @@ def load() -> _Library | None:
                     lib = _Library(target)
             except (OSError, RuntimeError) as exc:
                 why = f"the native op capture could not be loaded ({exc})"
+            if lib is None:  # once per process: say why dumps run slower than documented
+                print(f"tensorsight: {why}; level-op statistics use the Python path (slower)",
+                      file=sys.stderr)  # fmt: skip
         _STATE["lib"], _STATE["why"] = lib, why
         return lib
 
