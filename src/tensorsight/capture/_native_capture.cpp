@@ -408,6 +408,17 @@ void reset() {
   ts_pending = 0;
 }
 
+/* the statistics of one tensor through the same cache (Python's own rows: parameter
+   gradients); [] when it has none */
+std::vector<double> measure_one(const at::Tensor& t) {
+  TORCH_CHECK(g != nullptr, "tensorsight native capture: not started");
+  std::lock_guard<std::mutex> guard(g->lock);
+  at::RecordFunctionGuard off(false);
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (!t.defined() || !measure_cached(t, s)) return {};
+  return std::vector<double>(s, s + 8);
+}
+
 int64_t slow_count() { return g == nullptr ? 0 : g->slow; }
 
 int64_t dtype_code(const at::Tensor& t) { return static_cast<int64_t>(t.scalar_type()); }
@@ -420,6 +431,7 @@ TORCH_LIBRARY(tensorsight_native, m) {
   m.def("new_step() -> ()", new_step);
   m.def("pull() -> (Tensor, Tensor, Tensor, Tensor, str[])", pull);
   m.def("reset() -> ()", reset);
+  m.def("measure(Tensor t) -> float[]", measure_one);
   m.def("slow_count() -> int", slow_count);
   m.def("dtype_code(Tensor t) -> int", dtype_code);
 }

@@ -204,6 +204,7 @@ class NativeOpCapture(CaptureBackend):
         # rows Python commits itself (parameter gradients): (C++ ops before them, commit args)
         self._deferred: list[tuple[int, tuple[Any, ...]]] = []
         recorder.defer = self._defer
+        recorder.native_stats = self._ops.measure
         if tracker is not None:
             tracker.on_change = self._on_module
 
@@ -236,6 +237,7 @@ class NativeOpCapture(CaptureBackend):
         self._closed = True
         self.stop()
         self.recorder.defer = None
+        self.recorder.native_stats = None
         with _LOCK:
             _STATE["busy"] = False
 

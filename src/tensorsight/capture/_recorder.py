@@ -85,6 +85,8 @@ class Recorder:
         # set by the native capture, which holds the ops it records until it is asked for
         # them: commit() hands it this op to be committed after those
         self.defer: Callable[..., None] | None = None
+        # and its measurement of one tensor (its cache holds what the ops saw)
+        self.native_stats: Callable[[torch.Tensor], list[float]] | None = None
 
     def new_step(self) -> None:
         """Restart the execution index (cached statistics stay valid across steps)."""
@@ -138,7 +140,11 @@ class Recorder:
 
     def _one_statistics(self, name: str, t: torch.Tensor, fresh: bool = False) -> Snapshot:
         """Mode statistics: measure now (or reuse the measurement of the same memory)."""
-        if fresh or t.numel() <= _CACHE_MIN_NUMEL:  # small: cheaper to measure than look up
+        native = self.native_stats
+        stats: torch.Tensor | list[float] | None
+        if native is not None and t.is_cpu:  # the native capture's cache knows these tensors
+            stats = native(t) or None
+        elif fresh or t.numel() <= _CACHE_MIN_NUMEL:  # small: cheaper to measure than look up
             stats = ts.stats_tensor(t)
         else:
             cache = self.cache
