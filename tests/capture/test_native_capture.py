@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,42 @@ def test_tensor_kinds_are_measured_like_numpy(
     empty = [o for o in ops if o.op == "aten.add.Tensor"][-1]
     assert empty.tensors[0].shape == (0,)
     assert empty.tensors[0].stats is None
+
+
+@pytest.mark.parametrize(
+    "capture", ["python", pytest.param("auto", marks=needs_native, id="native")]
+)
+def test_unusual_tensors_never_break_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: str
+) -> None:
+    """Inference, nested, sparse and meta tensors: the ops run and are recorded on both paths
+    (nested tensors have no shape and are left out; sparse and meta ones get no statistics)."""
+    with warnings.catch_warnings():  # "prototype stage" (once per process)
+        warnings.simplefilter("ignore", UserWarning)
+        nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    sparse = torch.randn(4, 4).relu().to_sparse()
+    meta = torch.empty(3, 3, device="meta")
+
+    def run() -> None:
+        with torch.inference_mode():
+            big = torch.randn(20_000)
+            big.mul(2).mul(2)
+        nested.relu()
+        sparse.mul(2)
+        meta.exp()
+
+    dump = _dump(tmp_path / "d", run, monkeypatch, capture=capture)
+    assert dump.manifest().extra["capture"] == ("python" if capture == "python" else "native")
+    ops = _ops(dump)
+    assert not any(o.op == "aten.relu.default" for o in ops)  # its only tensors are nested
+    mul = [o for o in ops if o.op == "aten.mul.Tensor"]
+    assert mul[0].tensors[0].stats is not None  # inference tensors: measured, not cached
+    assert mul[1].tensors[0].stats is not None
+    assert math.isclose(mul[1].tensors[0].stats.mean, 2 * mul[0].tensors[0].stats.mean)
+    assert mul[-1].tensors[0].stats is None  # sparse: no statistics, like the Python path
+    exp = _by_op(ops, "aten.exp.default")
+    assert exp.tensors[0].device == "meta"
+    assert exp.tensors[0].stats is None
 
 
 @needs_native

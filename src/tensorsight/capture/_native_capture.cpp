@@ -106,6 +106,7 @@ struct State {
   std::vector<int64_t> shapes;
   std::vector<double> stats;
   int64_t slow = 0;  // tensors measured through a float64 copy
+  int64_t skipped = 0;  // tensors whose metadata could not be read
   int32_t cpu_id = -1;  // the interned "cpu"
 };
 
@@ -237,15 +238,29 @@ bool measure_cached(const at::Tensor& t, double* out) {
   return true;
 }
 
-void add_tensor(const at::Tensor& t, int32_t name) {
+/* one tensor's row; false (nothing written) for a tensor whose metadata cannot be read
+   here (nested tensors have no sizes, some subclasses no strides): the op goes on without it */
+bool add_tensor(const at::Tensor& t, int32_t name) {
   double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  bool ok = measure_cached(t, s);
-  int64_t ndim = t.dim();
-  int64_t device = t.is_cpu() ? g->cpu_id : intern(t.device().str());
-  g->tensor_rows.insert(g->tensor_rows.end(),
-                        {name, static_cast<int64_t>(t.scalar_type()), ndim, ok ? 1 : 0, device});
-  for (int64_t d : t.sizes()) g->shapes.push_back(d);
+  std::vector<int64_t> sizes;
+  int64_t dtype = 0, device = 0;
+  bool ok = false;
+  try {
+    if (t.is_nested()) return false;
+    auto dims = t.sizes();
+    sizes.assign(dims.begin(), dims.end());
+    dtype = static_cast<int64_t>(t.scalar_type());
+    device = t.is_cpu() ? g->cpu_id : intern(t.device().str());
+    ok = measure_cached(t, s);
+  } catch (const std::exception&) {
+    g->skipped++;
+    return false;
+  }
+  auto ndim = static_cast<int64_t>(sizes.size());
+  g->tensor_rows.insert(g->tensor_rows.end(), {name, dtype, ndim, ok ? 1 : 0, device});
+  g->shapes.insert(g->shapes.end(), sizes.begin(), sizes.end());
   g->stats.insert(g->stats.end(), s, s + 8);
+  return true;
 }
 
 int64_t add_value(const c10::IValue& v, int32_t name, const std::string& prefix) {
@@ -253,14 +268,13 @@ int64_t add_value(const c10::IValue& v, int32_t name, const std::string& prefix)
     const at::Tensor& t = v.toTensor();
     // a Python number passed to an op (mul(x, 0.5)): the Python path sees the number
     if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) return 0;
-    add_tensor(t, name);
-    return 1;
+    return add_tensor(t, name) ? 1 : 0;
   }
   if (v.isTensorList() || v.isList()) {
     int64_t count = 0, j = 0;
     for (const c10::IValue& x : v.toListRef()) {
-      if (x.isTensor() && x.toTensor().defined()) {
-        add_tensor(x.toTensor(), intern(prefix + "." + std::to_string(j)));
+      if (x.isTensor() && x.toTensor().defined() &&
+          add_tensor(x.toTensor(), intern(prefix + "." + std::to_string(j)))) {
         count++;
       }
       j++;
@@ -404,6 +418,7 @@ void reset() {
   g->shapes.clear();
   g->stats.clear();
   g->slow = 0;
+  g->skipped = 0;
   g->cpu_id = intern("cpu");
   ts_pending = 0;
 }
@@ -415,7 +430,11 @@ std::vector<double> measure_one(const at::Tensor& t) {
   std::lock_guard<std::mutex> guard(g->lock);
   at::RecordFunctionGuard off(false);
   double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  if (!t.defined() || !measure_cached(t, s)) return {};
+  try {
+    if (!t.defined() || t.is_nested() || !measure_cached(t, s)) return {};
+  } catch (const std::exception&) {
+    return {};
+  }
   return std::vector<double>(s, s + 8);
 }
 

@@ -128,7 +128,12 @@ class Recorder:
         """
         for (_, t), s in zip(named, snaps, strict=True):
             stats = s[4]
-            if stats is not None and stats is not MEASURE_COPY and t.numel() > _CACHE_MIN_NUMEL:
+            if (
+                stats is not None
+                and stats is not MEASURE_COPY
+                and t.numel() > _CACHE_MIN_NUMEL
+                and not t.is_inference()  # no version counter
+            ):
                 self._bumped.append((weakref.ref(t), t._version + 1, stats))
 
     def _flush_bumped(self) -> None:
@@ -304,15 +309,19 @@ def _name(prefix: str, i: int) -> str:
 
 
 def iter_tensors(value: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
-    """Name the tensors in an argument list / output: ``prefix.0``, ``prefix.1.0``, ..."""
+    """Name the tensors in an argument list / output: ``prefix.0``, ``prefix.1.0``, ...
+
+    Nested tensors are left out: they have no shape to record (as in the native capture).
+    """
     tensor = torch.Tensor
     if isinstance(value, tensor):
-        return [(_name(prefix, 0), value)]
+        return [] if value.is_nested else [(_name(prefix, 0), value)]
     out: list[tuple[str, torch.Tensor]] = []
     if isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             if isinstance(v, tensor):
-                out.append((_name(prefix, i), v))
+                if not v.is_nested:
+                    out.append((_name(prefix, i), v))
             elif isinstance(v, (list, tuple)):
                 out.extend(
                     (f"{prefix}.{i}.{j}", x) for j, x in enumerate(v) if isinstance(x, tensor)

@@ -109,6 +109,8 @@ def stats_tensor(t: torch.Tensor, *, native: bool = True) -> torch.Tensor | list
             if k:
                 fn = fns[0] if n <= HELD_NUMEL else fns[1]
                 return _stats_native.buffer_stats(fn, t.data_ptr(), n // k, k)
+    if t.layout is not _STRIDED:  # sparse and other layouts: no statistics (as the native path)
+        return None
     x = t.detach()
     if x.device.type == "meta":
         return None
@@ -230,6 +232,7 @@ class StatsCache:
         if (
             t.device.type == "meta"
             or t.is_sparse
+            or t.is_inference()  # no version counter: a write would go unseen
             or type(t) not in (torch.Tensor, torch.nn.Parameter)
         ):
             return None
