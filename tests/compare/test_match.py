@@ -31,6 +31,27 @@ def test_inserted_casts_do_not_shift_pairs():
     assert all("autocast" in p.reason for p in unmatched)
 
 
+def test_in_place_variants_and_reshape_aliases_pair_with_their_op():
+    """What a dispatch mode changes (the Python capture path) still pairs with the native one."""
+    bench = [_op(0, "aten.mm.default"), _op(1, "aten.add.Tensor", direction="backward"),
+             _op(2, "aten.view.default", direction="backward")]  # fmt: skip
+    target = [_op(0, "aten.mm.default"), _op(1, "aten.add_.Tensor", direction="backward"),
+              _op(2, "aten._reshape_alias.default", direction="backward")]  # fmt: skip
+    pairs = match_ops(bench, target)
+    assert [(p.bench[0].op, p.target[0].op, p.how) for p in pairs] == [
+        ("aten.mm.default", "aten.mm.default", "name"),
+        ("aten.add.Tensor", "aten.add_.Tensor", "name"),
+        ("aten.view.default", "aten._reshape_alias.default", "name"),
+    ]
+    # dunder names and other namespaces keep their names
+    from tensorsight.compare.match import op_family
+
+    assert op_family("aten.__and__.Tensor") == "aten.__and__.Tensor"
+    assert op_family("aten._foreach_add_.List") == "aten._foreach_add.List"
+    assert op_family("c10d.allreduce_.default") == "c10d.allreduce_.default"
+    assert op_family("tensorsight.param_grad") == "tensorsight.param_grad"
+
+
 def test_extra_call_of_one_op_keeps_later_pairs_right():
     bench = [_op(0, "a"), _op(1, "b"), _op(2, "c")]
     target = [_op(0, "a"), _op(1, "b"), _op(2, "b"), _op(3, "c")]

@@ -5,8 +5,10 @@ two execution-order sequences of op keys ``(op, module_path, tensor shapes)`` wi
 longest-matching-blocks alignment (:class:`difflib.SequenceMatcher`, no junk heuristic).
 This survives what breaks exact name matching: ops inserted or removed on one side
 (autocast's ``_to_copy`` casts, an extra call of one op) shift the call counters but not
-the alignment. Inside a replaced block, ops with the same key (else the same name) are
-paired in order (``match="order"``); then leftover ops with identical keys anywhere in the
+the alignment (an in-place variant keys as its op: ``add_`` pairs with ``add``, and
+``_reshape_alias`` with ``view``, which is what torch runs under a dispatch mode). Inside a
+replaced block, ops with the same key (else the same name) are paired in order
+(``match="order"``); then leftover ops with identical keys anywhere in the
 direction are paired (reordered ops, such as gradient accumulation order). Every op left
 over is returned unmatched with a reason, never dropped.
 
@@ -65,8 +67,27 @@ class OpPair:
         return (0 if first.direction == "forward" else 1, first.index)
 
 
+# ops that do the same thing under another name, by what runs them: a TorchDispatchMode makes
+# torch reshape through view and accumulate gradients out of place (docs/formats/dump.md)
+_ALIASES = {"aten._reshape_alias.default": "aten.view.default"}
+_FAMILIES: dict[str, str] = {}
+
+
+def op_family(op: str) -> str:
+    """An op's name for pairing: ``aten.add_.Tensor`` pairs with ``aten.add.Tensor``."""
+    family = _FAMILIES.get(op)
+    if family is None:
+        family = _ALIASES.get(op, op)
+        ns, _, rest = family.partition(".")
+        name, dot, overload = rest.partition(".")
+        if ns == "aten" and dot and len(name) > 1 and name.endswith("_") and name[-2] != "_":
+            family = f"{ns}.{name[:-1]}.{overload}"  # an in-place variant
+        _FAMILIES[op] = family
+    return family
+
+
 def _key(op: OpRecord) -> tuple[str, str, tuple[tuple[int, ...], ...]]:
-    return (op.op, op.module_path, tuple(t.shape for t in op.tensors))
+    return (op_family(op.op), op.module_path, tuple(t.shape for t in op.tensors))
 
 
 @dataclass(frozen=True)
@@ -91,7 +112,7 @@ class _Rules:
         return OpPair((b,), (names.rename_tensors(b, t),), how)
 
 
-_SAME = _Rules(key=lambda op, _: _key(op), name=lambda op, _: op.op)
+_SAME = _Rules(key=lambda op, _: _key(op), name=lambda op, _: op_family(op.op))
 
 
 def _cross_name(op: OpRecord, fmt: str) -> str:
