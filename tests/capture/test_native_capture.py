@@ -136,6 +136,29 @@ def test_transformer_rows_match_the_python_path(
     assert [o.index for o in ops] == sorted(o.index for o in ops)
 
 
+class _Scale(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.ones(x.shape[-1])  # no autograd node: x does not require grad
+
+
+@pytest.mark.parametrize(
+    "capture", ["python", pytest.param("auto", marks=needs_native, id="native")]
+)
+def test_backward_ops_belong_to_the_module_whose_op_made_the_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: str
+) -> None:
+    """A module whose ops make no autograd node does not take the next module's node."""
+    model = torch.nn.Sequential(_Scale(), torch.nn.Linear(3, 2), torch.nn.Tanh())
+    x = torch.randn(4, 3)
+    dump = _dump(tmp_path / "d", lambda: model(x).sum().backward(), monkeypatch, capture=capture)
+    backward = [o for o in _ops(dump) if o.direction == "backward" and o.grad_fn]
+    by_node = {o.grad_fn: o.module_path for o in backward}
+    assert by_node["TBackward0"] == "Sequential.1"
+    assert by_node["AddmmBackward0"] == "Sequential.1"
+    assert by_node["TanhBackward0"] == "Sequential.2"
+    assert "Sequential.0" not in by_node.values()
+
+
 def _by_op(ops: list[OpRecord], name: str) -> OpRecord:
     found = [o for o in ops if o.op == name]
     assert found, f"{name} not recorded: {[o.op for o in ops]}"

@@ -14,11 +14,12 @@
  *
  * Inputs are measured when the op starts, outputs when it ends (after autograd bumped the
  * version of tensors written in place, so cached measurements stay exact). Direction comes
- * from the autograd node running the op; a forward op's sequence number maps to the module
- * that ran it (``ts_module``, set by Python's module hooks), which is how backward ops get
- * their forward module. Records stay here until Python pulls them (tsn_pull).
+ * from the autograd node running the op; the sequence numbers of the nodes a forward op
+ * creates map to the module that ran it (``ts_module``, set by Python's module hooks), which
+ * is how backward ops get their forward module. Records stay here until Python pulls them (tsn_pull).
  */
 #include <ATen/ATen.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
@@ -49,6 +50,7 @@ namespace {
 constexpr int64_t kCacheMinNumel = 1 << 13;  // as _recorder._CACHE_MIN_NUMEL
 
 struct OpInfo {
+  std::string name;  // fn.name() it was made for (the pointer key is checked against it)
   bool skip = true;
   int32_t name_id = -1;
   std::vector<int32_t> input_names;  // per schema argument: name id, or -1 (kwarg-only list)
@@ -125,9 +127,11 @@ int32_t intern(const std::string& s) {
 const OpInfo& info_of(const at::RecordFunction& fn) {
   const void* key = static_cast<const void*>(fn.name());
   auto it = g->ops.find(key);
-  if (it != g->ops.end()) return it->second;
+  // schema names live as long as their op; the text check guards a reused pointer
+  if (it != g->ops.end() && it->second.name == fn.name()) return it->second;
   OpInfo info;
   std::string name = fn.name();
+  info.name = name;
   auto opname = fn.operator_name();
   size_t sep = name.find("::");
   if (opname && sep != std::string::npos && name.rfind("tensorsight_native::", 0) != 0) {
@@ -151,7 +155,7 @@ const OpInfo& info_of(const at::RecordFunction& fn) {
       info.single_list_return = rets.size() == 1 && rets[0].type()->kind() == c10::TypeKind::ListType;
     }
   }
-  return g->ops.emplace(key, std::move(info)).first->second;
+  return g->ops.insert_or_assign(key, std::move(info)).first->second;
 }
 
 bool kernel_stats(const at::Tensor& t, double* out) {
@@ -286,7 +290,10 @@ int64_t add_value(const c10::IValue& v, int32_t name, const std::string& prefix)
 
 struct Ctx : at::ObserverContext {
   bool recorded = false;
+  bool forward = false;
   size_t op_row = 0;
+  int64_t module = 0;
+  uint64_t seq = 0;  // the next autograd sequence number when the op started
 };
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
@@ -308,8 +315,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     grad_fn = it->second;
     auto m = g->seq_module.find(static_cast<int64_t>(node->sequence_nr()));
     module = m == g->seq_module.end() ? 0 : m->second;
-  } else if (fn.seqNr() >= 0) {
-    g->seq_module.emplace(fn.seqNr(), module);  // the first op to see a number keeps it
+  } else {  // the nodes this op creates take numbers from here on (see on_exit)
+    ctx->forward = true;
+    ctx->module = module;
+    ctx->seq = at::sequence_number::peek();
   }
   ctx->op_row = g->op_rows.size();
   g->op_rows.insert(g->op_rows.end(), {info.name_id, direction, module, grad_fn, 0});
@@ -328,14 +337,19 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* c) {
   std::lock_guard<std::mutex> guard(g->lock);
   t_depth--;
   if (!ctx->recorded) return;
+  if (ctx->forward) {  // the autograd nodes it created belong to its module
+    for (uint64_t s = ctx->seq, end = at::sequence_number::peek(); s < end; s++) {
+      g->seq_module.emplace(static_cast<int64_t>(s), static_cast<int32_t>(ctx->module));
+    }
+  }
   const OpInfo& info = info_of(fn);
   int64_t count = 0;
   const auto& outputs = fn.outputs();
   if (info.single_list_return && outputs.size() == 1 && outputs[0].isList()) {
     int64_t j = 0;
     for (const c10::IValue& x : outputs[0].toListRef()) {
-      if (x.isTensor() && x.toTensor().defined()) {
-        add_tensor(x.toTensor(), intern("output." + std::to_string(j)));
+      if (x.isTensor() && x.toTensor().defined() &&
+          add_tensor(x.toTensor(), intern("output." + std::to_string(j)))) {
         count++;
       }
       j++;
