@@ -410,3 +410,126 @@ def test_no_compiler_falls_back_to_python(
     dump = read_dump(tmp_path / "d")
     assert dump.manifest().extra["capture"] == "python"
     assert [o.op for o in _ops(dump)] == ["aten.exp.default"]
+
+
+BOTH = ["python", pytest.param("auto", marks=needs_native, id="native")]
+
+
+@pytest.mark.parametrize("capture", BOTH)
+def test_writes_through_data_are_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: str
+) -> None:
+    """A hand-written SGD through ``.data`` (its own version counter on the same storage):
+    each update's output and the next forward's read show the new weights."""
+    torch.manual_seed(0)
+    m = torch.nn.Linear(128, 128)  # 16,384 elements: above the cache's minimum
+    x = torch.randn(8, 128)
+    truth: list[float] = []
+
+    def step() -> None:
+        m.zero_grad()
+        m(x).pow(2).mean().backward()
+        for p in m.parameters():
+            p.data.add_(p.grad.data, alpha=-5.0)
+        truth.append(m.weight.double().mean().item())
+
+    dump = _dump(tmp_path / "d", step, monkeypatch, capture=capture, steps=3)
+    for st in range(3):
+        ops = _ops(dump, st)
+        read = next(o for o in ops if o.op == "aten.t.default" and o.direction == "forward")
+        update = next(
+            o for o in ops if o.op == "aten.add_.Tensor" and o.tensors[0].shape == (128, 128)
+        )
+        assert math.isclose(update.tensors[-1].stats.mean, truth[st], rel_tol=1e-9)
+        if st:
+            assert math.isclose(read.tensors[0].stats.mean, truth[st - 1], rel_tol=1e-9)
+
+
+class _ScaleFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return g * w, (g * x).sum(0)
+
+
+class _ScaleModule(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _ScaleFn.apply(x, self.w)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("capture", BOTH)
+def test_custom_function_backward_keeps_its_module_and_failed_ops_leave_no_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: str
+) -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), _ScaleModule())
+    x, a, b = torch.randn(3, 4), torch.randn(3, 4), torch.randn(5, 6)
+
+    def step() -> None:
+        model(x).sum().backward()
+        with pytest.raises(RuntimeError):
+            torch.mm(a, b)  # raises inside the op
+
+    ops = _ops(_dump(tmp_path / "d", step, monkeypatch, capture=capture))
+    scale = [o for o in ops if o.grad_fn == "_ScaleFnBackward"]
+    assert scale
+    assert {o.module_path for o in scale} == {"Sequential.1"}
+    assert not any(o.op == "aten.mm.default" and o.direction == "forward" for o in ops)
+
+
+@needs_native
+def test_a_module_inside_a_python_op_does_not_pull_mid_op(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom op's Python kernel runs a module (whose hooks would pull) while the op runs."""
+    monkeypatch.setattr(_native_capture, "PULL_SECS", 0.0)
+    inner = torch.nn.Linear(4, 4)
+
+    @torch.library.custom_op("tensorsight_test::apply_inner", mutates_args=())
+    def apply_inner(x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return inner(x).clone()
+
+    x = torch.randn(3, 4)
+
+    def step() -> None:
+        x.exp()  # an op waiting to be pulled
+        y = apply_inner(x)
+        y.sin()
+        y.cos()
+
+    ops = _ops(_dump(tmp_path / "d", step, monkeypatch))
+    assert [o.op for o in ops] == [
+        "aten.exp.default", "tensorsight_test.apply_inner.default", "aten.sin.default",
+        "aten.cos.default",
+    ]  # fmt: skip
+    for o in ops:
+        assert [t.tensor for t in o.tensors] == ["input.0", "output.0"]
+        assert all(t.shape == (3, 4) for t in o.tensors)
+
+
+@needs_native
+def test_closing_on_another_thread_leaves_no_callback_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TENSORSIGHT_CAPTURE", "auto")
+    x = torch.randn(4)
+    first = tensorsight.dump(tmp_path / "a").start()
+    x.exp()
+    closer = threading.Thread(target=first.close)
+    closer.start()
+    closer.join()
+    x.sin()  # after close: recorded nowhere
+    with tensorsight.dump(tmp_path / "b") as d:
+        x.cos()
+        d.step()
+    assert [o.op for o in _ops(read_dump(tmp_path / "a"))] == ["aten.exp.default"]
+    assert [o.op for o in _ops(read_dump(tmp_path / "b"))] == ["aten.cos.default"]

@@ -25,8 +25,10 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -41,8 +43,12 @@ extern "C" {
    nonzero value while tensorsight's own code runs torch ops on this thread. */
 int32_t ts_module = 0;
 int32_t ts_paused = 0;
-/* Read by Python: rows waiting to be pulled (a cheap "is a pull worth it" check). */
+void ts_set_module(int32_t id);
+/* Read by Python: ops waiting to be pulled (a cheap "is a pull worth it" check), and
+   nonzero while a recorded op runs (Python inside it, e.g. a custom op's kernel, must not
+   pull: that op's rows are not finished). */
 int64_t ts_pending = 0;
+int32_t ts_busy = 0;
 }
 
 namespace {
@@ -56,36 +62,23 @@ struct OpInfo {
   std::vector<int32_t> input_names;  // per schema argument: name id, or -1 (kwarg-only list)
   std::vector<std::string> arg_names;  // per schema argument: "input.<i>" or "input.<name>"
   bool single_list_return = false;
+  std::vector<bool> written;  // per schema argument: the op writes into it
 };
 
-/* the identity of a tensor's elements at one version (as _torch_stats.StatsCache.key) */
-struct Key {
+/* what one storage's cached measurements are: the elements (data pointer, count, dtype) at
+   one version of the viewing tensor. Any write by an op to the storage drops them all: a
+   version number alone does not name the contents (``t.data`` has its own counter). */
+struct Entry {
   const void* data;
   int64_t numel;
   int64_t dtype;
   int64_t version;
-  const void* storage;
-  bool operator==(const Key& o) const {
-    return data == o.data && numel == o.numel && dtype == o.dtype && version == o.version &&
-           storage == o.storage;
-  }
-};
-
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = reinterpret_cast<uintptr_t>(k.data);
-    for (uint64_t v : {static_cast<uint64_t>(k.numel), static_cast<uint64_t>(k.dtype),
-                       static_cast<uint64_t>(k.version), static_cast<uint64_t>(
-                           reinterpret_cast<uintptr_t>(k.storage))}) {
-      h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
-    }
-    return static_cast<size_t>(h);
-  }
-};
-
-struct Cached {
-  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   std::array<double, 8> stats;
+};
+
+struct PerStorage {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  std::vector<Entry> entries;  // a few (views of one weight); the oldest goes first
 };
 
 struct State {
@@ -100,7 +93,9 @@ struct State {
   std::unordered_map<const void*, OpInfo> ops;  // by the schema's name pointer
   std::unordered_map<const char*, int32_t> node_names;  // by typeid name
   std::unordered_map<int64_t, int32_t> seq_module;  // forward sequence number -> module id
-  std::unordered_map<Key, Cached, KeyHash> cache;  // valid while the storage lives
+  std::unordered_map<const void*, PerStorage> cache;  // by StorageImpl, while it lives
+  uint64_t seq_seen = 0;  // sequence numbers below this have been given a module
+  std::vector<std::pair<std::thread::id, at::CallbackHandle>> stale;  // see stop()
   // records: per op [name, direction, module, grad_fn, tensors]; per tensor [name, dtype,
   // ndim, has_stats, device] + shape + 8 statistics
   std::vector<int64_t> op_rows;
@@ -150,6 +145,9 @@ const OpInfo& info_of(const at::RecordFunction& fn) {
         std::string n = arg.kwarg_only() ? "input." + arg.name() : "input." + std::to_string(positional++);
         info.arg_names.push_back(n);
         info.input_names.push_back(intern(n));
+      }
+      for (const auto& arg : schema.arguments()) {
+        info.written.push_back(arg.alias_info() != nullptr && arg.alias_info()->isWrite());
       }
       const auto& rets = schema.returns();
       info.single_list_return = rets.size() == 1 && rets[0].type()->kind() == c10::TypeKind::ListType;
@@ -214,32 +212,83 @@ bool measure(const at::Tensor& t, double* out) {
   }
 }
 
+bool cacheable(const at::Tensor& t) {
+  return t.numel() > kCacheMinNumel && t.is_cpu() && t.has_storage() && !t.is_inference() &&
+         t.is_non_overlapping_and_dense();
+}
+
 /* measured now, or the measurement of the same elements at the same version */
 bool measure_cached(const at::Tensor& t, double* out) {
-  if (t.numel() <= kCacheMinNumel || !t.is_cpu() || !t.has_storage() || t.is_inference() ||
-      !t.is_non_overlapping_and_dense())
-    return measure(t, out);
-  const c10::Storage& storage = t.storage();
-  Key key{t.const_data_ptr(), t.numel(), static_cast<int64_t>(t.scalar_type()),
-          static_cast<int64_t>(t._version()), storage.unsafeGetStorageImpl()};
-  auto it = g->cache.find(key);
+  if (!cacheable(t)) return measure(t, out);
+  c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
+  const void* data = t.const_data_ptr();
+  auto dtype = static_cast<int64_t>(t.scalar_type());
+  auto version = static_cast<int64_t>(t._version());
+  auto it = g->cache.find(impl);
   if (it != g->cache.end()) {
     auto alive = it->second.storage.lock();
-    if (alive && alive.get() == storage.unsafeGetStorageImpl()) {
-      std::memcpy(out, it->second.stats.data(), 8 * sizeof(double));
-      return true;
+    if (alive && alive.get() == impl) {
+      for (const Entry& e : it->second.entries) {
+        if (e.data == data && e.numel == t.numel() && e.dtype == dtype && e.version == version) {
+          std::memcpy(out, e.stats.data(), 8 * sizeof(double));
+          return true;
+        }
+      }
+    } else {
+      g->cache.erase(it);  // a new storage at a freed one's address
+      it = g->cache.end();
     }
   }
   if (!measure(t, out)) return false;
-  if (g->cache.size() > 50000) {
-    for (auto i = g->cache.begin(); i != g->cache.end();) {
-      i = i->second.storage.expired() ? g->cache.erase(i) : std::next(i);
+  if (it == g->cache.end()) {
+    if (g->cache.size() > 50000) {
+      for (auto i = g->cache.begin(); i != g->cache.end();) {
+        i = i->second.storage.expired() ? g->cache.erase(i) : std::next(i);
+      }
     }
+    PerStorage fresh{c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()), {}};
+    it = g->cache.emplace(impl, std::move(fresh)).first;
   }
-  Cached c{c10::weak_intrusive_ptr<c10::StorageImpl>(storage.getWeakStorageImpl()), {}};
-  std::memcpy(c.stats.data(), out, 8 * sizeof(double));
-  g->cache.insert_or_assign(key, std::move(c));
+  auto& entries = it->second.entries;
+  if (entries.size() >= 8) entries.erase(entries.begin());
+  Entry e{data, t.numel(), dtype, version, {}};
+  std::memcpy(e.stats.data(), out, 8 * sizeof(double));
+  entries.push_back(e);
   return true;
+}
+
+/* the storages of the arguments an op writes into (read when it starts: the arguments are
+   gone by the time it ends) */
+std::vector<const void*> written_storages(const OpInfo& info, c10::ArrayRef<const c10::IValue> in) {
+  std::vector<const void*> out;
+  auto one = [&out](const c10::IValue& x) {
+    if (x.isTensor()) {
+      const at::Tensor& t = x.toTensor();
+      if (t.defined() && t.has_storage()) out.push_back(t.storage().unsafeGetStorageImpl());
+    }
+  };
+  try {
+    for (size_t i = 0; i < in.size() && i < info.written.size(); i++) {
+      if (!info.written[i]) continue;
+      if (in[i].isTensorList() || in[i].isList()) {
+        for (const c10::IValue& x : in[i].toListRef()) one(x);
+      } else {
+        one(in[i]);
+      }
+    }
+  } catch (const std::exception&) {  // no storage to name: nothing was cached for it
+  }
+  return out;
+}
+
+/* give the autograd nodes numbered [seq_seen, peek()) to ``module`` (a node belongs to the
+   module running when it was made: by an op, or by Python such as autograd.Function) */
+void settle(int64_t module) {
+  uint64_t end = at::sequence_number::peek();
+  for (uint64_t s = g->seq_seen; s < end; s++) {
+    g->seq_module.emplace(static_cast<int64_t>(s), static_cast<int32_t>(module));
+  }
+  if (end > g->seq_seen) g->seq_seen = end;
 }
 
 /* one tensor's row; false (nothing written) for a tensor whose metadata cannot be read
@@ -291,9 +340,11 @@ int64_t add_value(const c10::IValue& v, int32_t name, const std::string& prefix)
 struct Ctx : at::ObserverContext {
   bool recorded = false;
   bool forward = false;
-  size_t op_row = 0;
+  std::vector<const void*> written;  // storages this op writes (their cache entries go)
   int64_t module = 0;
-  uint64_t seq = 0;  // the next autograd sequence number when the op started
+  int unwinding = 0;  // std::uncaught_exceptions() when the op started
+  // buffer sizes before this op's rows (to drop them if the op fails)
+  size_t op_row = 0, tensor_rows = 0, shapes = 0, stats = 0;
 };
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
@@ -303,8 +354,13 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   const OpInfo& info = info_of(fn);
   if (info.skip) return nullptr;
   auto ctx = std::make_unique<Ctx>();
-  if (t_depth++ != 0) return ctx;  // inside a recorded op
+  // writes invalidate the cache, nested ones too (an op's inputs are only readable now)
+  if (std::find(info.written.begin(), info.written.end(), true) != info.written.end()) {
+    ctx->written = written_storages(info, fn.inputs());
+  }
+  if (t_depth++ != 0) return ctx;  // inside a recorded op: not recorded
   ctx->recorded = true;
+  ctx->unwinding = std::uncaught_exceptions();
   int64_t direction = 0, module = ts_module, grad_fn = -1;
   auto node = torch::autograd::get_current_node();
   if (node) {
@@ -315,12 +371,15 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     grad_fn = it->second;
     auto m = g->seq_module.find(static_cast<int64_t>(node->sequence_nr()));
     module = m == g->seq_module.end() ? 0 : m->second;
-  } else {  // the nodes this op creates take numbers from here on (see on_exit)
+  } else {
+    settle(module);  // nodes made since the last op (e.g. by an autograd.Function)
     ctx->forward = true;
     ctx->module = module;
-    ctx->seq = at::sequence_number::peek();
   }
   ctx->op_row = g->op_rows.size();
+  ctx->tensor_rows = g->tensor_rows.size();
+  ctx->shapes = g->shapes.size();
+  ctx->stats = g->stats.size();
   g->op_rows.insert(g->op_rows.end(), {info.name_id, direction, module, grad_fn, 0});
   int64_t count = 0;
   auto inputs = fn.inputs();
@@ -328,6 +387,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     count += add_value(inputs[i], info.input_names[i], info.arg_names[i]);
   }
   g->op_rows[ctx->op_row + 4] = count;
+  ts_busy = 1;
   return ctx;
 }
 
@@ -336,11 +396,16 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* c) {
   if (ctx == nullptr) return;
   std::lock_guard<std::mutex> guard(g->lock);
   t_depth--;
+  for (const void* storage : ctx->written) g->cache.erase(storage);  // new values there
   if (!ctx->recorded) return;
-  if (ctx->forward) {  // the autograd nodes it created belong to its module
-    for (uint64_t s = ctx->seq, end = at::sequence_number::peek(); s < end; s++) {
-      g->seq_module.emplace(static_cast<int64_t>(s), static_cast<int32_t>(ctx->module));
-    }
+  ts_busy = 0;
+  if (ctx->forward) settle(ctx->module);  // the nodes it made belong to its module
+  if (std::uncaught_exceptions() > ctx->unwinding) {  // the op failed: no row (Python: none)
+    g->op_rows.resize(ctx->op_row);
+    g->tensor_rows.resize(ctx->tensor_rows);
+    g->shapes.resize(ctx->shapes);
+    g->stats.resize(ctx->stats);
+    return;
   }
   const OpInfo& info = info_of(fn);
   int64_t count = 0;
@@ -370,20 +435,52 @@ void start() {
   TORCH_CHECK(!g->active, "tensorsight native capture: already started");
   TORCH_CHECK(g->cpu_id >= 0, "tensorsight native capture: reset() first");
   g->owner = std::this_thread::get_id();
+  // callbacks a stop() on another thread could not remove: this thread's go now
+  auto& stale = g->stale;
+  for (auto it = stale.begin(); it != stale.end();) {
+    if (it->first == g->owner) {
+      at::removeCallback(it->second);
+      it = stale.erase(it);
+    } else {
+      ++it;
+    }
+  }
   auto cb = at::RecordFunctionCallback(on_enter, on_exit);
   cb.needsInputs(true).needsOutputs(true).scopes({at::RecordScope::FUNCTION});
   g->handle = at::addThreadLocalCallback(cb);
   g->active = true;
+  g->seq_seen = at::sequence_number::peek();  // nodes made before capture have no module here
   t_depth = 0;
+  ts_busy = 0;
 }
 
 void stop() {
   if (g == nullptr) return;
   std::lock_guard<std::mutex> guard(g->lock);
   if (!g->active) return;
-  at::removeCallback(g->handle);
+  // a thread-local callback can only be removed on its thread; until then it stays inert
+  if (std::this_thread::get_id() == g->owner) {
+    at::removeCallback(g->handle);
+  } else {
+    g->stale.emplace_back(g->owner, g->handle);
+  }
   g->active = false;
+  ts_busy = 0;
 }
+
+}  // namespace
+
+/* the module hooks' way to change ts_module: the autograd nodes made so far belong to the
+   module that was running */
+extern "C" void ts_set_module(int32_t id) {
+  if (g != nullptr && g->active && std::this_thread::get_id() == g->owner) {
+    std::lock_guard<std::mutex> guard(g->lock);
+    settle(ts_module);
+  }
+  ts_module = id;
+}
+
+namespace {
 
 void new_step() {
   if (g == nullptr) return;
@@ -399,6 +496,7 @@ at::Tensor as_tensor(std::vector<int64_t>& v) {
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, std::vector<std::string>> pull() {
   TORCH_CHECK(g != nullptr, "tensorsight native capture: not started");
   std::lock_guard<std::mutex> guard(g->lock);
+  TORCH_CHECK(ts_busy == 0, "tensorsight native capture: pull() while a recorded op runs");
   at::RecordFunctionGuard off(false);
   auto ops = as_tensor(g->op_rows).view({-1, 5});
   auto tensors = as_tensor(g->tensor_rows).view({-1, 5});

@@ -54,6 +54,11 @@ class _Library:
         self.module = ctypes.c_int32.in_dll(cdll, "ts_module")
         self.paused = ctypes.c_int32.in_dll(cdll, "ts_paused")
         self.pending = ctypes.c_int64.in_dll(cdll, "ts_pending")
+        self.busy = ctypes.c_int32.in_dll(cdll, "ts_busy")
+        held = ctypes.PyDLL(str(path))  # a few instructions: keep the GIL
+        self.set_module = held.ts_set_module
+        self.set_module.argtypes = [ctypes.c_int32]
+        self.set_module.restype = None
         self.dtypes: dict[int, str] = {}
         for dt in (
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
@@ -208,21 +213,28 @@ class NativeOpCapture(CaptureBackend):
         if tracker is not None:
             tracker.on_change = self._on_module
 
-    def _on_module(self, path: str) -> None:
-        """Module hooks: tell C++ the innermost module; pull when :data:`PULL_SECS` passed."""
+    def _module_id(self, path: str) -> int:
         ident = self._path_ids.get(path)
         if ident is None:
             ident = self._path_ids[path] = len(self._paths)
             self._paths.append(path)
-        self._lib.module.value = ident
-        if self._lib.pending.value and time.monotonic() >= self._due:
+        return ident
+
+    def _on_module(self, path: str) -> None:
+        """Module hooks: tell C++ the innermost module; pull when :data:`PULL_SECS` passed."""
+        ident = self._module_id(path)
+        lib = self._lib
+        lib.set_module(ident)
+        # not while a recorded op runs (a module inside a custom op's Python kernel)
+        if lib.pending.value and not lib.busy.value and time.monotonic() >= self._due:
             self.pull()
 
     def new_step(self) -> None:
         self._ops.new_step()
 
     def _start(self) -> None:
-        self._lib.module.value = self._path_ids.get(self.tracker.current, 0) if self.tracker else 0
+        # set directly: capture is not running yet, so there is no node to give a module
+        self._lib.module.value = self._module_id(self.tracker.current) if self.tracker else 0
         self._due = time.monotonic() + PULL_SECS
         self._ops.start()
 

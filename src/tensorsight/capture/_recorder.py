@@ -117,6 +117,16 @@ class Recorder:
         one = self._one
         return [one(name, t, fresh) for name, t in named]
 
+    def invalidate(self, written: Sequence[Any]) -> None:
+        """An op wrote into these arguments (tensors or tensor lists): forget what was measured
+        or copied from their storages (a version number alone does not name the contents:
+        ``t.data`` has a counter of its own)."""
+        for value in written:
+            for t in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(t, torch.Tensor):
+                    self.cache.invalidate(t)
+                    self.copies.invalidate(t)
+
     def after_bump(
         self, named: Sequence[tuple[str, torch.Tensor]], snaps: Sequence[Snapshot]
     ) -> None:

@@ -214,6 +214,11 @@ def _expired(ref: StorageWeakRef) -> bool:
     return bool(ref.expired())  # type: ignore[no-untyped-call]
 
 
+def _address(key: tuple[Any, ...]) -> Any:
+    """The storage address in a key of :meth:`StatsCache.key` (or one prefixed ``"exact"``)."""
+    return key[1] if key[0] == "exact" else key[0]
+
+
 class StatsCache:
     """Reuses work for tensors already seen in this step (weights read by several ops).
 
@@ -225,6 +230,7 @@ class StatsCache:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[Any, ...], tuple[StorageWeakRef, Any]] = {}
+        self._by_storage: dict[int, list[tuple[Any, ...]]] = {}  # storage address -> keys
 
     @staticmethod
     def key(t: torch.Tensor, *, exact: bool) -> tuple[Any, ...] | None:
@@ -264,8 +270,25 @@ class StatsCache:
             return
         if len(self._entries) > 50_000:
             self._entries = {k: v for k, v in self._entries.items() if not _expired(v[0])}
+            self._by_storage = {}
+            for k in self._entries:
+                self._by_storage.setdefault(_address(k), []).append(k)
+        if key not in self._entries:
+            self._by_storage.setdefault(_address(key), []).append(key)
         self._entries[key] = (_storage_ref(t), value)
+
+    def invalidate(self, t: torch.Tensor) -> None:
+        """Forget every entry of ``t``'s storage (an op wrote into it)."""
+        if not self._by_storage:
+            return
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):
+            return
+        for key in self._by_storage.pop(ptr, ()):
+            self._entries.pop(key, None)
 
     def clear(self) -> None:
         """Forget everything (at step boundaries)."""
         self._entries.clear()
+        self._by_storage.clear()

@@ -37,7 +37,7 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         plan = owner.plans.get(func)
         if plan is None:
             plan = owner.plan(func)
-        op, fresh, collective = plan
+        op, fresh, collective, written = plan
         rec = owner.recorder
         node = _current_node()
         grad_fn = stack = None
@@ -69,6 +69,8 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             out = func(*args)
         if collective:
             _wait_for_collective(out)
+        if written:  # what was measured in the written storages is stale, through any alias
+            rec.invalidate([args[i] for i in written if i < len(args)])
         outputs = iter_tensors(out, "output")
         out_snaps = rec.snapshot(outputs, fresh=fresh)
         if fresh and not collective:
@@ -106,19 +108,25 @@ class TorchOpCapture(CaptureBackend):
         super().__init__(recorder, tracker)
         self.seq_info: dict[int, tuple[str, str | None]] = {}
         # OpOverload -> (str(func), which costs microseconds; writes into its inputs?; is a
-        # collective?)
-        self.plans: dict[Any, tuple[str, bool, bool]] = {}
+        # collective?; the positions of the arguments it writes into)
+        self.plans: dict[Any, tuple[str, bool, bool, tuple[int, ...]]] = {}
         self.paused = _Paused()  # .on: let this thread's ops through unrecorded
         self._mode: _Mode | None = None
 
-    def plan(self, func: Any) -> tuple[str, bool, bool]:
+    def plan(self, func: Any) -> tuple[str, bool, bool, tuple[int, ...]]:
         """What the dispatch handler needs to know about an op, computed once."""
         op = str(func)
         collective = op.startswith("c10d.")
         # outputs of ops that write into their inputs are measured fresh: the version
         # counter moves only after the op returns (and never for collectives)
         fresh = bool(func._schema.is_mutable) or collective
-        plan = self.plans[func] = (op, fresh, collective)
+        # positional arguments the op writes into (``Tensor(a!) self``, ``Tensor(a!)[] out``)
+        written = tuple(
+            i
+            for i, arg in enumerate(func._schema.arguments)
+            if not arg.kwarg_only and arg.alias_info is not None and arg.alias_info.is_write
+        )
+        plan = self.plans[func] = (op, fresh, collective, written)
         return plan
 
     def new_step(self) -> None:
