@@ -445,6 +445,24 @@ def test_writes_through_data_are_seen(
             assert math.isclose(read.tensors[0].stats.mean, truth[st - 1], rel_tol=1e-9)
 
 
+@pytest.mark.parametrize("capture", BOTH)
+def test_writes_into_out_arguments_are_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: str
+) -> None:
+    a, b = torch.ones(20_000), torch.full((20_000,), 2.0)
+    c = torch.zeros(20_000)
+
+    def step() -> None:
+        c.neg()  # measures c (zeros) and caches it
+        torch.add(a, b, out=c)  # c now holds 3
+        c.neg()
+
+    ops = _ops(_dump(tmp_path / "d", step, monkeypatch, capture=capture))
+    first, last = (o for o in ops if o.op == "aten.neg.default")
+    assert first.tensors[0].stats.mean == 0.0
+    assert last.tensors[0].stats.mean == 3.0
+
+
 class _ScaleFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

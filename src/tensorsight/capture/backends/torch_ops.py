@@ -70,7 +70,7 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if collective:
             _wait_for_collective(out)
         if written:  # what was measured in the written storages is stale, through any alias
-            rec.invalidate([args[i] for i in written if i < len(args)])
+            rec.invalidate(_written_args(written, args, kwargs))
         outputs = iter_tensors(out, "output")
         out_snaps = rec.snapshot(outputs, fresh=fresh)
         if fresh and not collective:
@@ -81,6 +81,18 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
 
 _NO_INFO: tuple[str, str | None] = ("", None)
+
+
+def _written_args(written: tuple[int | str, ...], args: Any, kwargs: Any) -> list[Any]:
+    """The arguments an op writes into: positions in ``args``, names in ``kwargs``."""
+    out = []
+    for w in written:
+        if isinstance(w, str):
+            if kwargs and w in kwargs:
+                out.append(kwargs[w])
+        elif w < len(args):
+            out.append(args[w])
+    return out
 
 
 class _Paused(threading.local):
@@ -109,11 +121,11 @@ class TorchOpCapture(CaptureBackend):
         self.seq_info: dict[int, tuple[str, str | None]] = {}
         # OpOverload -> (str(func), which costs microseconds; writes into its inputs?; is a
         # collective?; the positions of the arguments it writes into)
-        self.plans: dict[Any, tuple[str, bool, bool, tuple[int, ...]]] = {}
+        self.plans: dict[Any, tuple[str, bool, bool, tuple[int | str, ...]]] = {}
         self.paused = _Paused()  # .on: let this thread's ops through unrecorded
         self._mode: _Mode | None = None
 
-    def plan(self, func: Any) -> tuple[str, bool, bool, tuple[int, ...]]:
+    def plan(self, func: Any) -> tuple[str, bool, bool, tuple[int | str, ...]]:
         """What the dispatch handler needs to know about an op, computed once."""
         op = str(func)
         collective = op.startswith("c10d.")
@@ -122,9 +134,9 @@ class TorchOpCapture(CaptureBackend):
         fresh = bool(func._schema.is_mutable) or collective
         # positional arguments the op writes into (``Tensor(a!) self``, ``Tensor(a!)[] out``)
         written = tuple(
-            i
+            arg.name if arg.kwarg_only else i  # kwarg-only ones (``out=``) come as kwargs
             for i, arg in enumerate(func._schema.arguments)
-            if not arg.kwarg_only and arg.alias_info is not None and arg.alias_info.is_write
+            if arg.alias_info is not None and arg.alias_info.is_write
         )
         plan = self.plans[func] = (op, fresh, collective, written)
         return plan
