@@ -59,7 +59,7 @@ struct OpInfo {
   std::string name;  // fn.name() it was made for (the pointer key is checked against it)
   bool skip = true;
   int32_t name_id = -1;
-  std::vector<int32_t> input_names;  // per schema argument: name id, or -1 (kwarg-only list)
+  std::vector<int32_t> input_names;  // per schema argument: the interned name of arg_names
   std::vector<std::string> arg_names;  // per schema argument: "input.<i>" or "input.<name>"
   bool single_list_return = false;
   std::vector<bool> written;  // per schema argument: the op writes into it
@@ -103,7 +103,6 @@ struct State {
   std::vector<int64_t> shapes;
   std::vector<double> stats;
   int64_t slow = 0;  // tensors measured through a float64 copy
-  int64_t skipped = 0;  // tensors whose metadata could not be read
   int32_t cpu_id = -1;  // the interned "cpu"
 };
 
@@ -306,7 +305,6 @@ bool add_tensor(const at::Tensor& t, int32_t name) {
     device = t.is_cpu() ? g->cpu_id : intern(t.device().str());
     ok = measure_cached(t, s);
   } catch (const std::exception&) {
-    g->skipped++;
     return false;
   }
   auto ndim = static_cast<int64_t>(sizes.size());
@@ -530,7 +528,6 @@ void reset() {
   g->shapes.clear();
   g->stats.clear();
   g->slow = 0;
-  g->skipped = 0;
   g->cpu_id = intern("cpu");
   ts_pending = 0;
 }

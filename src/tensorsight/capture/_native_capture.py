@@ -264,9 +264,7 @@ class NativeOpCapture(CaptureBackend):
         strings = self._strings
         strings.extend(fresh)
         deferred, self._deferred = self._deferred, []
-        if ops_t.numel() == 0:
-            for _, args in deferred:
-                self._commit_deferred(*args)
+        if ops_t.numel() == 0 and not deferred:
             return
         # tolist() is no op call: nothing below is recorded
         ops, tensors, shapes, stats = (t.tolist() for t in (ops_t, tensors_t, shapes_t, stats_t))
