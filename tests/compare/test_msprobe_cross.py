@@ -25,6 +25,9 @@ from tensorsight.errors import CompareError
 DATA = Path(__file__).parent / "data"
 MSPROBE_API = DATA / "msprobe_api"
 MSPROBE_L0 = Path(__file__).parents[1] / "capture" / "data" / "msprobe" / "md5_L0"
+# What a float32 op of this model may differ by between CPUs (vector width, FMA, BLAS kernel):
+# a few units in the last place; a planted bug is millions.
+_FP32_ULPS = 16
 
 
 def _model_module() -> ModuleType:
@@ -65,8 +68,13 @@ def test_api_dump_pairs_with_msprobe_l1_call_by_call(ours: Path) -> None:
         "Tensor.softmax.0.forward": "torch.Tensor.softmax",
         "Tensor.sum.0.forward": "torch.Tensor.sum",
     }
-    # full tensors were compared, bit for bit equal
-    assert all(r.mode == "tensor" and r.max_abs_err == 0 for r in forward)
+    # Full tensors were compared. The fixture was recorded on another CPU, so even the
+    # initialised weights may differ by what the vector instruction set, FMA and the BLAS
+    # kernel change: a few units in the last place of float32, never more.
+    assert all(r.mode == "tensor" for r in forward)
+    assert all(r.max_ulp is not None and r.max_ulp <= _FP32_ULPS for r in forward), [
+        (r.op, r.tensor, r.max_ulp) for r in forward
+    ]
     assert result.first_divergence_row is None
     # msprobe records API backward, level api does not: unmatched, with the reason
     backward = [r for r in result.rows if r.direction == "backward"]
@@ -122,7 +130,17 @@ def test_module_dump_pairs_with_msprobe_l0_fingerprints_and_param_grads(tmp_path
     grads = [r.tensor for r in matched if r.op.endswith("parameters_grad.0")]
     assert sorted(grads) == ["grad.bias", "grad.bias", "grad.weight", "grad.weight"]
     assert len(matched) == 15
-    assert all(r.mode == "md5" and r.fingerprint_equal for r in matched)
+    assert all(r.mode == "md5" for r in matched)
+    # msprobe fingerprinted on another CPU. The seeded input (12 elements: torch's scalar
+    # normal path) is the same bits on any x86-64 CPU, which proves both sides hash alike; a
+    # tensor computed in another order may differ in its last bits, which md5 cannot size,
+    # so such a row must be judged as rounding, never as an error.
+    first = [r for r in matched if r.op == "Module.0.Linear.forward.0" and r.tensor == "input.0"]
+    assert len(first) == 1
+    assert first[0].fingerprint_equal
+    assert all(r.verdict == "pass" for r in matched), [
+        (r.op, r.tensor, r.reason) for r in matched if r.verdict != "pass"
+    ]
 
 
 def test_op_level_dump_against_msprobe_names_the_level(tmp_path: Path) -> None:
