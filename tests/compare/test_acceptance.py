@@ -307,17 +307,46 @@ class _BigSum(torch.nn.Module):
         return (x * self.w).sum()
 
 
-def test_thread_count_difference_is_named_as_the_summation_order(tmp_path):
-    torch.manual_seed(0)
-    model, x = _BigSum(), torch.randn(4_000_000)
-    threads = torch.get_num_threads()
+# Whether torch's sum splits across threads in another order depends on its CPU kernel
+# (ATen's scalar "default" kernel summed 1 and 2 threads alike here), so the children that
+# make the two dumps pin the kernel to AVX2, which every x86-64 CPU of this decade has.
+_BIG_SUM_CHILD = """
+import sys, torch
+sys.path.insert(0, {root!r})
+from tests.compare.test_acceptance import _BigSum, _capture
+assert torch.backends.cpu.get_cpu_capability() == "AVX2", torch.backends.cpu.get_cpu_capability()
+torch.manual_seed(0)
+model, x = _BigSum(), torch.randn(4_000_000)
+torch.set_num_threads({threads})
+_capture({path!r}, model, x)
+"""
+
+
+def _has_avx2() -> bool:
     try:
-        torch.set_num_threads(1)
-        one = _capture(tmp_path / "t1", model, x)
-        torch.set_num_threads(2)
-        two = _capture(tmp_path / "t2", model, x)
-    finally:
-        torch.set_num_threads(threads)
+        with open("/proc/cpuinfo") as f:
+            return " avx2 " in f.read()
+    except OSError:
+        return False
+
+
+def _capture_big_sum(path, threads):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).parents[2])
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2"}
+    code = _BIG_SUM_CHILD.format(root=root, threads=threads, path=str(path))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
+    return path
+
+
+@pytest.mark.skipif(not _has_avx2(), reason="pins torch's AVX2 sum kernel; this CPU has no AVX2")
+def test_thread_count_difference_is_named_as_the_summation_order(tmp_path):
+    one = _capture_big_sum(tmp_path / "t1", 1)
+    two = _capture_big_sum(tmp_path / "t2", 2)
     assert json.loads((one / "rank0" / "manifest.json").read_text())["extra"]["num_threads"] == 1
     result = compare(one, two)
     assert result.first_divergence is None  # a different summation order is within budget
