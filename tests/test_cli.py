@@ -139,3 +139,13 @@ def test_help_and_version_import_no_numpy_and_no_part(flag):
     )
     assert heavy == []
     assert out.stdout.startswith("usage: tensorsight" if flag == "--help" else "tensorsight ")
+
+
+def test_demo_without_the_front_end_stops_before_training(tmp_path, monkeypatch, capsys):
+    from tensorsight.board import app
+
+    monkeypatch.setattr(app, "DEFAULT_STATIC_DIR", tmp_path / "no-static")
+    logdir = tmp_path / "demo"
+    assert cli.main(["demo", "--logdir", str(logdir)]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err.startswith("error: Board front end ")
+    assert not logdir.exists()  # nothing trained or written

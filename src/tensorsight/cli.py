@@ -224,6 +224,11 @@ def register_demo(subparsers: Any) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     from tensorsight.demo import run_demo
 
+    if not args.no_serve:  # say so now, not after a minute of training
+        from tensorsight.board.app import require_front_end
+
+        require_front_end()
+
     def say(line: str) -> None:
         if not args.quiet:
             print(line, flush=True)
@@ -246,9 +251,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def serve_board(logdir: Any, *, port: int | None = None, quiet: bool = False) -> None:
     """Serve the board on ``logdir`` at 127.0.0.1 until Ctrl-C (for demo and --open)."""
+    from tensorsight.board.app import require_front_end
     from tensorsight.board.server import serve
     from tensorsight.data import LogdirProvider
 
+    require_front_end()  # before the logdir is read and the URL printed
     provider = LogdirProvider(logdir)
     if not quiet:
         print(f"serving the board on http://127.0.0.1:{port or 6006}/ (Ctrl-C stops)", flush=True)
