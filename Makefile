@@ -16,14 +16,14 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	touch $(STAMP)
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src tests benchmarks
-	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks hatch_build.py
+	$(BIN)/ruff check --fix src tests benchmarks hatch_build.py
 
 fmt-check: $(STAMP)
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks hatch_build.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks hatch_build.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
