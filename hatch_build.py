@@ -40,6 +40,8 @@ class FrontEndBuildHook(BuildHookInterface[Any]):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if version == "editable":  # a checkout serves src/: `make web` builds it there
+            return
         root = Path(self.root)
         web, index = root / "web", root / STATIC / "index.html"
         if not (web / "package.json").is_file():  # a tree without the sources
