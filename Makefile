@@ -1,29 +1,48 @@
 # Thin aliases over the real commands. Every target that needs Python first makes sure the
-# virtual environment in .venv exists and matches pyproject.toml + requirements/dev.txt.
+# virtual environment in .venv exists and matches pyproject.toml + the requirements file it
+# uses: requirements/dev.txt (make test, the whole tool chain) or requirements/demo.txt
+# (make demo, only what the demo runs). The dev chain holds everything the demo needs.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
+say = @printf '\n==> %s\n' $(1)
+# Extra pip arguments for both installs, e.g. where the index's default torch is a CUDA build:
+#   make demo PIP_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'
+PIP_ARGS ?=
+# Where the browser tests look for Debian's chromium (tests/e2e/conftest.py)
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench proto clean web web-test
+.PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench proto clean web \
+	web-test system-deps kernel-paths
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements/dev.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(VENV)/bin/python:
+	$(call say,"creating the virtual environment $(VENV) (a few seconds)")
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml requirements/dev.txt | $(VENV)/bin/python
+	$(call say,"installing the dev tool chain into $(VENV) (first time: 3-5 min, ~2 GB)")
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements/dev.txt
-	touch $(STAMP)
+	$(BIN)/python -m pip install $(PIP_ARGS) -r requirements/dev.txt
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml requirements/demo.txt | $(VENV)/bin/python
+	$(call say,"installing tensorsight with the demo's extras and torch (first time: 30 s to 2 min; torch is the big one)")
+	$(BIN)/python -m pip install $(PIP_ARGS) -r requirements/demo.txt
+	touch $(DEMO_STAMP)
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src tests benchmarks
-	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks hatch_build.py
+	$(BIN)/ruff check --fix src tests benchmarks hatch_build.py
 
 fmt-check: $(STAMP)
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks hatch_build.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks hatch_build.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -39,10 +58,15 @@ WEB_SRC := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite.con
 	web/tsconfig.json web/package.json
 
 $(WEB_DEPS): web/package.json web/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "error: the board's front end needs node 20+" \
+	  "and npm: install them (e.g. apt-get install -y nodejs npm, or nodejs.org) and run" \
+	  "make again" >&2; exit 2; }
+	$(call say,"installing the front end's tool chain: npm ci (first time: 5-30 s)")
 	cd web && npm ci --no-audit --no-fund --loglevel=error
 	touch $(WEB_DEPS)
 
 $(WEB_BUILD): $(WEB_DEPS) $(WEB_SRC)
+	$(call say,"building the board's front end: vite build (~5 s)")
 	cd web && npx vite build --logLevel warn
 
 web: $(WEB_BUILD)
@@ -50,16 +74,44 @@ web: $(WEB_BUILD)
 web-test: $(WEB_DEPS)
 	cd web && npx tsc --noEmit && npx vitest run
 
-pytest: $(STAMP) $(WEB_BUILD)
+# Programs the tests need besides Python and node: Debian's chromium (the browser tests;
+# never `playwright install`) and a C++ compiler (the native op capture; Debian's gcc package
+# lacks g++). As root with apt they are installed; otherwise one line says what to install.
+system-deps:
+	@missing=""; \
+	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
+	command -v g++ >/dev/null 2>&1 || command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  printf '\n==> installing%s with apt-get (once, 1-3 min)\n' "$$missing"; \
+	  apt-get update && apt-get install -y $$missing; \
+	else \
+	  echo "error: make test needs$$missing: install it (sudo apt-get install -y$$missing)" \
+	    "and run make test again" >&2; \
+	  exit 2; \
+	fi
+
+pytest: $(STAMP) $(WEB_BUILD) system-deps
+	$(call say,"pytest: the whole suite with coverage (~5 min on 2 cores)")
 	$(BIN)/pytest --cov --cov-report=term
 
-# The README's test command: every check CI runs.
-test: lint fmt-check typecheck arch web-test pytest
+# The kernel-sensitive parts once per forced kernel path, so the loops users without AVX-512
+# (portable C) or without a C compiler (numpy) get are the ones tested; no coverage here.
+KERNEL_TESTS := tests/compare tests/capture
+kernel-paths: $(STAMP) system-deps
+	@set -e; for kernel in portable numpy; do \
+	  printf '\n==> %s with TENSORSIGHT_KERNEL=%s (~1 min)\n' "$(KERNEL_TESTS)" $$kernel; \
+	  TENSORSIGHT_KERNEL=$$kernel $(BIN)/pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
+	done
+
+# The README's test command: every check CI runs (pytest last, so its summary ends the output).
+test: system-deps lint fmt-check typecheck arch web-test kernel-paths pytest
 
 check: test
 
 # The whole story on a small model: train, dump, compare, then serve the board (Ctrl-C stops).
-demo: $(STAMP) $(WEB_BUILD)
+demo: $(DEMO_STAMP) $(WEB_BUILD)
+	$(call say,"the demo: train fp32 and bf16 then dump and compare (~10 s) then serve the board")
 	$(BIN)/tensorsight demo --logdir tensorsight-demo --force
 
 bench: $(STAMP)

@@ -108,3 +108,44 @@ def test_debug_flag_shows_the_traceback(monkeypatch):
 def test_python_dash_m_works_like_the_script():
     result = run_cli("--version")
     assert __version__ in result.stdout
+
+
+def test_help_without_parts_matches_the_full_help():
+    # `tensorsight --help` lists the commands from COMMAND_HELP; each part's register() is the
+    # truth, so the two texts must be the same, word for word and in the same order.
+    assert cli._help_parser().format_help() == cli.build_parser().format_help()
+
+
+PARTS = ("summary", "compare", "capture", "migrate", "board", "data", "demo", "landscape")
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_no_numpy_and_no_part(flag):
+    # -X importtime lists every module the real process imported, on stderr
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tensorsight", flag],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in out.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "tensorsight.cli" in imported  # the listing is real
+    heavy = sorted(
+        m
+        for m in imported
+        if m.split(".")[0] == "numpy" or any(m.startswith(f"tensorsight.{p}") for p in PARTS)
+    )
+    assert heavy == []
+    assert out.stdout.startswith("usage: tensorsight" if flag == "--help" else "tensorsight ")
+
+
+def test_demo_without_the_front_end_stops_before_training(tmp_path, monkeypatch, capsys):
+    from tensorsight.board import app
+
+    monkeypatch.setattr(app, "DEFAULT_STATIC_DIR", tmp_path / "no-static")
+    logdir = tmp_path / "demo"
+    assert cli.main(["demo", "--logdir", str(logdir)]) == cli.EXIT_USAGE
+    assert capsys.readouterr().err.startswith("error: Board front end ")
+    assert not logdir.exists()  # nothing trained or written

@@ -7,7 +7,14 @@ from types import ModuleType
 
 from tensorsight.errors import MissingDependencyError
 
-__all__ = ["lazy_import"]
+__all__ = ["TORCH_HINT", "lazy_import"]
+
+# How to get torch, for every message that needs it: the build for the user's device, first.
+TORCH_HINT = (
+    "install the torch build for your device first (CPU, CUDA, ROCm, NPU, XPU, MPS; see "
+    "https://pytorch.org/get-started/locally/, CPU only: pip install torch --index-url "
+    "https://download.pytorch.org/whl/cpu), then pip install 'tensorsight[torch]'"
+)
 
 
 def lazy_import(module: str, *, extra: str, needed_by: str | None = None) -> ModuleType:
@@ -34,5 +41,8 @@ def lazy_import(module: str, *, extra: str, needed_by: str | None = None) -> Mod
     except ImportError as exc:
         who = needed_by or "tensorsight"
         top = module.split(".")[0]
-        msg = f"{who} needs {top}: pip install 'tensorsight[{extra}]' ({exc})"
+        if top == "torch":  # never `pip install torch` blindly: PyPI's Linux build is CUDA's
+            msg = f"{who} needs torch: {TORCH_HINT} ({exc})"
+        else:
+            msg = f"{who} needs {top}: pip install 'tensorsight[{extra}]' ({exc})"
         raise MissingDependencyError(msg) from exc

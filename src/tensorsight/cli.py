@@ -1,8 +1,10 @@
 """The ``tensorsight`` command: one thin layer over the parts.
 
 Each part owns a ``cli.py`` with ``register(subparsers)``; it adds one subcommand whose
-``func(args) -> int`` returns the exit code. Part ``cli`` modules must import nothing
-heavy at module level, so ``tensorsight --help`` stays instant.
+``func(args) -> int`` returns the exit code. ``tensorsight <command>`` imports only that
+command's part (:data:`COMMAND_SPECS`); ``tensorsight --help`` and ``--version`` import no
+part at all (:data:`COMMAND_HELP`). Part ``cli`` modules must import nothing heavy at module
+level, so ``tensorsight <command> --help`` stays quick too.
 
 Exit codes: 0 ok, 1 a check failed (e.g. runs diverge), 2 usage or input error.
 A :class:`~tensorsight.errors.TensorsightError` is printed as one ``error: ...`` line;
@@ -49,7 +51,7 @@ SUBCOMMANDS: tuple[str, ...] = (
 
 # The SUBCOMMANDS entry that registers each command: `tensorsight <command> ...` imports only
 # that part (every part's cli and package imports cost ~0.1 s of a short command's start).
-# `tensorsight --help`, and commands missing here, register every entry as before.
+# Commands missing here register every entry.
 COMMAND_SPECS: dict[str, str] = {
     "migrate": "tensorsight.migrate.cli:register",
     "dump-onnx": "tensorsight.capture.cli:register",
@@ -58,6 +60,19 @@ COMMAND_SPECS: dict[str, str] = {
     "board": "tensorsight.board.cli:register",
     "export": "tensorsight.summary.cli:register",
     "demo": "tensorsight.cli:register_demo",
+}
+
+# Each command's line in `tensorsight --help`, in SUBCOMMANDS order: `--help`, `--version` and
+# a bare `tensorsight` list these without importing any part (or numpy), so they start in
+# tens of milliseconds. A test checks they match what each part's register() adds.
+COMMAND_HELP: dict[str, str] = {
+    "migrate": "rewrite CUDA-only PyTorch code into device-neutral code, with a report",
+    "dump-onnx": "record every intermediate tensor of one ONNX run",
+    "compare": "compare two dumps op by op and find the first op that went wrong",
+    "board": "serve the training board (scalars, histograms, images, text) for a logdir",
+    "inspect": "list the runs, tags and step ranges of a logdir (or summarize a dump)",
+    "export": "write every scalar point of a logdir to CSV or Parquet",
+    "demo": "train, dump and compare a small model on the CPU, then serve the board",
 }
 
 EPILOG = """\
@@ -81,6 +96,28 @@ def build_parser(command: str | None = None) -> ArgumentParser:
         command: The subcommand about to run: when :data:`COMMAND_SPECS` names the entry
             that registers it, only that entry is imported and registered.
     """
+    parser, sub = _top_parser()
+    only = COMMAND_SPECS.get(command) if command is not None else None
+    specs = (only,) if only is not None and only in SUBCOMMANDS else SUBCOMMANDS
+    for spec in specs:
+        register = cast(Callable[[Any], None], load_object(spec))
+        register(sub)
+    return parser
+
+
+def _help_parser() -> ArgumentParser:
+    """The top-level parser for a command line without a command (``--help``, ``--version``).
+
+    Each command is listed from :data:`COMMAND_HELP` with an empty parser: nothing of any
+    part is imported.
+    """
+    parser, sub = _top_parser()
+    for name, line in COMMAND_HELP.items():
+        sub.add_parser(name, help=line, add_help=False)
+    return parser
+
+
+def _top_parser() -> tuple[ArgumentParser, Any]:
     parser = ArgumentParser(
         prog="tensorsight",
         description=(
@@ -94,16 +131,8 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show full tracebacks instead of one-line errors"
     )
-    if SUBCOMMANDS:
-        sub = parser.add_subparsers(
-            title="commands", metavar="<command>", parser_class=ArgumentParser
-        )
-        only = COMMAND_SPECS.get(command) if command is not None else None
-        specs = (only,) if only is not None and only in SUBCOMMANDS else SUBCOMMANDS
-        for spec in specs:
-            register = cast(Callable[[Any], None], load_object(spec))
-            register(sub)
-    return parser
+    sub = parser.add_subparsers(title="commands", metavar="<command>", parser_class=ArgumentParser)
+    return parser, sub
 
 
 def entry() -> NoReturn:
@@ -133,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _fast_exit = False
     args_list = list(sys.argv[1:] if argv is None else argv)
     # the top-level options are flags, so the first other word is the command
-    parser = build_parser(next((a for a in args_list if not a.startswith("-")), None))
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    parser = _help_parser() if command is None else build_parser(command)
     args = parser.parse_args(args_list)
     func = cast(Callable[[argparse.Namespace], int] | None, getattr(args, "func", None))
     if func is None:  # no subcommand given
@@ -194,6 +224,11 @@ def register_demo(subparsers: Any) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     from tensorsight.demo import run_demo
 
+    if not args.no_serve:  # say so now, not after a minute of training
+        from tensorsight.board.app import require_front_end
+
+        require_front_end()
+
     def say(line: str) -> None:
         if not args.quiet:
             print(line, flush=True)
@@ -216,9 +251,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def serve_board(logdir: Any, *, port: int | None = None, quiet: bool = False) -> None:
     """Serve the board on ``logdir`` at 127.0.0.1 until Ctrl-C (for demo and --open)."""
+    from tensorsight.board.app import require_front_end
     from tensorsight.board.server import serve
     from tensorsight.data import LogdirProvider
 
+    require_front_end()  # before the logdir is read and the URL printed
     provider = LogdirProvider(logdir)
     if not quiet:
         print(f"serving the board on http://127.0.0.1:{port or 6006}/ (Ctrl-C stops)", flush=True)

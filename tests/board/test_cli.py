@@ -107,3 +107,26 @@ def test_serves_a_logdir_on_localhost_and_reloads(tmp_path):
         proc.terminate()
         _, err = proc.communicate(timeout=10)
     assert f"http://127.0.0.1:{port}/" in err
+
+
+def test_missing_front_end_is_a_one_line_error_before_serving(tmp_path, monkeypatch, capsys):
+    from tensorsight.board import app
+
+    monkeypatch.setattr(app, "DEFAULT_STATIC_DIR", tmp_path / "no-static")
+    assert cli.main(["board", "--logdir", str(tmp_path), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: Board front end ")
+    assert "make web" in lines[0]
+    assert "open http" not in err  # nothing served, no URL printed
+
+
+def test_the_packaged_front_end_is_found(tmp_path):
+    from tensorsight.board.app import DEFAULT_STATIC_DIR, require_front_end
+
+    if not (DEFAULT_STATIC_DIR / "index.html").is_file():
+        pytest.fail("board/static is not built: run `make web` (make test does)")
+    assert require_front_end() == DEFAULT_STATIC_DIR
+    (tmp_path / "index.html").write_text("<!doctype html>", encoding="utf-8")
+    assert require_front_end(tmp_path) == tmp_path

@@ -2,7 +2,7 @@
 
 The server runs uvicorn in a thread on a free 127.0.0.1 port. Screenshots go to
 ``test-artifacts/`` (gitignored). Never run ``playwright install``: the tests use
-``/usr/bin/chromium`` (``.ci/run`` installs it when missing).
+``/usr/bin/chromium`` (``make test`` installs it with apt when missing and run as root).
 """
 
 from __future__ import annotations

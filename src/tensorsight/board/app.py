@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tensorsight._lazy import lazy_import
 from tensorsight.board.errors import NotFound, PublicError, handle_error
 from tensorsight.board.views import View, ViewInfo, view_registry
-from tensorsight.errors import RegistryError
+from tensorsight.errors import InputFileError, RegistryError
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -35,7 +35,14 @@ if TYPE_CHECKING:
 
     from tensorsight.data import DataProvider
 
-__all__ = ["DEFAULT_STATIC_DIR", "LOOPBACK_HOSTS", "create_app", "host_name", "runs_impl"]
+__all__ = [
+    "DEFAULT_STATIC_DIR",
+    "LOOPBACK_HOSTS",
+    "create_app",
+    "host_name",
+    "require_front_end",
+    "runs_impl",
+]
 
 DEFAULT_STATIC_DIR = Path(__file__).resolve().parent / "static"
 ACTIVE_WINDOW_SECS = 120.0
@@ -45,6 +52,31 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 _NOT_BUILT = """<!doctype html><meta charset="utf-8"><title>tensorsight board</title>
 <p>The board's front end is not built. Run <code>make web</code> in a source checkout, or
 install a released wheel, which ships it.</p>"""
+
+
+def require_front_end(static_dir: Path | None = None) -> Path:
+    """The folder of the built front end, once checked that it holds ``index.html``.
+
+    ``tensorsight board`` (and every command that serves the board) calls this before it
+    reads anything, so a copy of tensorsight without the front end says so in one line
+    instead of serving an HTTP 503 page.
+
+    Args:
+        static_dir: Folder to check (``None``: the packaged ``board/static``).
+
+    Raises:
+        InputFileError: ``index.html`` is not there.
+    """
+    static = DEFAULT_STATIC_DIR if static_dir is None else static_dir
+    if not (static / "index.html").is_file():
+        msg = (
+            f"Board front end {str(static)!r}: index.html not found (this copy of tensorsight "
+            "was built without it). Install a released wheel, or in a source checkout run "
+            "`make web` (needs node 20+ and npm)."
+        )
+        raise InputFileError(msg)
+    return static
+
 
 _SECURITY_HEADERS = {
     "Content-Security-Policy": (

@@ -70,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tensorsight._progress import ProgressBar
+    from tensorsight.board.app import require_front_end
     from tensorsight.board.server import DEFAULT_HOST, DEFAULT_PORT, serve
     from tensorsight.data import Limits, LogdirProvider
     from tensorsight.errors import InputFileError, UsageError
 
+    require_front_end()  # before anything is read: no point serving a board without it
     logdir = Path(args.logdir)
     if not logdir.is_dir():
         msg = (

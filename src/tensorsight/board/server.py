@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tensorsight._lazy import lazy_import
-from tensorsight.board.app import LOOPBACK_HOSTS, create_app, host_name
+from tensorsight.board.app import LOOPBACK_HOSTS, create_app, host_name, require_front_end
 
 if TYPE_CHECKING:
     from tensorsight.data import DataProvider
@@ -94,8 +94,13 @@ def serve(
         views: View names in tab order (``None``: all).
         log_level: uvicorn's log level.
         allowed_hosts: Extra ``Host`` names to answer (see :func:`allowed_hosts_for`).
+
+    Raises:
+        InputFileError: The front end is not built (see
+            :func:`~tensorsight.board.app.require_front_end`).
     """
     uvicorn = lazy_import("uvicorn", extra="board", needed_by="tensorsight board")
+    require_front_end()
     bind = DEFAULT_HOST if host is None else host
     app = create_app(provider, views, allowed_hosts=allowed_hosts_for(bind, allowed_hosts))
     reloader = Reloader(provider, 5.0 if reload_interval_secs is None else reload_interval_secs)

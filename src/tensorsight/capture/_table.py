@@ -57,7 +57,7 @@ _SCHEMA: list[Any] = []
 def _schema() -> Any:
     if _SCHEMA:
         return _SCHEMA[0]
-    pa = lazy_import("pyarrow", extra="torch", needed_by="the dump op table")
+    pa = lazy_import("pyarrow", extra="parquet", needed_by="the dump op table")
     f64, i64, s = pa.float64(), pa.int64(), pa.string()
     types = {
         "index": i64,
@@ -81,8 +81,8 @@ def preload() -> None:
     imports on first use when it is installed) would hold the GIL for about a second in the
     middle of the first recorded steps.
     """
-    pa = lazy_import("pyarrow", extra="torch", needed_by="the dump op table")
-    lazy_import("pyarrow.parquet", extra="torch", needed_by="the dump op table")
+    pa = lazy_import("pyarrow", extra="parquet", needed_by="the dump op table")
+    lazy_import("pyarrow.parquet", extra="parquet", needed_by="the dump op table")
     pa.array([0], type=_schema().field("index").type)
 
 
@@ -135,8 +135,8 @@ def compact(
 def _pyarrow_parquet(columns: Sequence[Sequence[Any]], *, big: bool) -> Any:
     """The Parquet bytes of a table through pyarrow (zstd, dictionaries and page statistics
     when ``big``)."""
-    pa = lazy_import("pyarrow", extra="torch", needed_by="the dump op table")
-    pq = lazy_import("pyarrow.parquet", extra="torch", needed_by="the dump op table")
+    pa = lazy_import("pyarrow", extra="parquet", needed_by="the dump op table")
+    pq = lazy_import("pyarrow.parquet", extra="parquet", needed_by="the dump op table")
     schema = _schema()
     arrays = [pa.array(col, type=field.type) for col, field in zip(columns, schema, strict=True)]
     # from_arrays, not pa.table(dict): the dict path imports pandas (most of a second)
@@ -342,8 +342,8 @@ def read_rows(step_dir: Path) -> list[dict[str, Any]]:
     """Rows of a step's op table: the Parquet file when present, else the log."""
     parquet = step_dir / PARQUET_NAME
     if _fs.exists(parquet):
-        pq = lazy_import("pyarrow.parquet", extra="torch", needed_by="the dump reader")
-        pa = lazy_import("pyarrow", extra="torch", needed_by="the dump reader")
+        pq = lazy_import("pyarrow.parquet", extra="parquet", needed_by="the dump reader")
+        pa = lazy_import("pyarrow", extra="parquet", needed_by="the dump reader")
         try:
             table = pq.read_table(parquet)
         except (pa.ArrowInvalid, OSError) as exc:
