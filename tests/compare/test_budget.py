@@ -42,11 +42,13 @@ def test_bf16_rounding_passes_and_a_real_error_fails():
     assert ok.verdict == "pass"
     assert ok.budget is not None
     assert ok.error == pytest.approx(1.5 * u)
-    assert "within budget" in ok.reason
+    assert ok.reason.startswith("Relative L2 error ")
+    assert "within its budget" in ok.reason
     _, [bad] = _judge(ins, [_row("output.0", 0.2)])
     assert bad.verdict == "error"
     assert bad.error_gain == pytest.approx(0.2 / (u / 2))
-    assert "exceeds budget" in bad.reason
+    assert bad.reason.startswith("Relative L2 error ")  # every sentence names its metric
+    assert "exceeds its budget" in bad.reason
 
 
 def test_large_inherited_error_is_a_warning_not_an_error():
