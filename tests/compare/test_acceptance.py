@@ -128,6 +128,9 @@ def test_bf16_autocast_of_a_healthy_model_has_no_error_row(dumps):
     assert result.counts["one_sided"] == len(casts)
     assert result.counts["unmatched"] == 0
     assert result.agrees
+    summary = result.summary()
+    assert f"warning {result.counts['warning']}  error 0  one-sided {len(casts)}" in summary
+    assert "(unmatched 0;" in summary
 
 
 def test_layernorm_eps_bug_is_the_first_divergence(dumps):

@@ -83,6 +83,20 @@ def test_compare_refuses_a_killed_dump_with_one_line(dumps):
     assert "agree" not in out.stdout
 
 
+def test_a_step_without_ops_on_one_side_is_refused(dumps, tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    late = tmp_path / "late"
+    with tensorsight.dump(late, mode="tensor", steps=[0, 1]) as d:
+        d.step()  # step 0 records nothing: the model runs in step 1 only
+        model(torch.ones(4, 3)).sum().backward()
+        d.step()
+    assert tensorsight.read_dump(late).complete  # complete, yet step 0 is empty
+    with pytest.raises(CompareError, match=r"rank 0 step 0 has no ops.*--step"):
+        compare(dumps["bench"], late)
+    assert compare(dumps["bench"], late, step=None, allow_incomplete=True).incomplete
+
+
 def test_allow_incomplete_marks_every_report(dumps, tmp_path):
     out = run_cli(
         "compare", str(dumps["bench"]), str(dumps["killed"]), "--allow-incomplete",

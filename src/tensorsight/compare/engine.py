@@ -150,8 +150,9 @@ def compare(
         per_rank = list(rank_pool.map(one_rank, ranks))
     if gaps and not allow_incomplete:
         msg = (
-            f"{gaps[0]}, so an agreement would mean nothing. Record the run "
-            "again, or pass --allow-incomplete (allow_incomplete=True) to compare what is there."
+            f"{gaps[0]}, so an agreement would mean nothing. Record the run again, pick "
+            "another --step, or pass --allow-incomplete (allow_incomplete=True) to compare "
+            "what is there."
         )
         raise CompareError(msg)
     rows = [_neutral(row) for rr in per_rank for row in rr]

@@ -216,3 +216,22 @@ def test_a_healthy_autocast_comparison_reads_healthy(structures) -> None:
     assert len(casts) == counts["one_sided"]
     assert all("_to_copy" in r["op"] and r["verdict"] == "pass" for r in casts)
     assert not any(r["one_sided"] for r in rows if r["match"] != "unmatched")
+
+
+def test_an_incomplete_comparison_says_so_in_the_summary(tmp_path) -> None:
+    from starlette.testclient import TestClient
+
+    from tensorsight.board.app import create_app
+    from tensorsight.compare.result import Comparison, OpComparison
+
+    row = OpComparison(index=0, op="aten.mm.default", module_path="M", direction="forward",
+                       tensor="output.0", shape_bench=(2,), verdict="warning",
+                       reason="Op only in bench.", match="unmatched")  # fmt: skip
+    out = tmp_path / "compare" / "cut"
+    out.mkdir(parents=True)
+    why = "Dump 'b': rank 0 is marked incomplete (the run stopped before the dump was closed)"
+    Comparison("a", "b", (row,), incomplete=why).to_json(out / "comparison.json")
+    with TestClient(create_app(LogdirProvider(tmp_path))) as client:
+        info = get(client, "summary", name="compare/cut").json()["comparison"]
+    assert info["incomplete"] == why
+    assert info["not_comparable"] is None
