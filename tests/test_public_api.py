@@ -33,3 +33,60 @@ def test_import_is_cheap():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+_IMPORT_ALL_THEN_CALL = r"""
+import importlib, pkgutil, sys, types
+import tensorsight
+skipped = []
+for info in pkgutil.walk_packages(tensorsight.__path__, "tensorsight."):
+    if info.name.endswith("__main__"):  # running it is the CLI, not an import
+        continue
+    try:
+        importlib.import_module(info.name)
+    except ImportError as exc:  # an optional dependency of that part is missing
+        skipped.append(f"{info.name}: {exc}")
+import tensorsight.compare.replay as replay_module
+assert tensorsight.compare.replay is replay_module
+for name in ("compare", "dump", "migrate"):
+    assert isinstance(getattr(tensorsight, name), types.FunctionType), name
+import torch
+from pathlib import Path
+root = Path(sys.argv[1])
+x = torch.ones(4, 3)
+for side in ("bench", "target"):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    with tensorsight.dump(root / side, mode="tensor", steps=[0]) as d:
+        model(x).sum().backward()
+        d.step()
+result = tensorsight.compare(root / "bench", root / "target")
+assert result.first_divergence is None and len(result.rows) > 0, result.summary()
+(root / "train.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+report = tensorsight.migrate(root / "train.py")
+assert report.files, report
+print("ok", len(skipped))
+"""
+
+
+def test_public_functions_stay_callable_after_every_submodule_import(tmp_path):
+    """Importing any submodule (``tensorsight.compare.replay``) must not hide a function."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALL_THEN_CALL, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.startswith("ok"), out.stdout
+
+
+def test_package_module_forwards_calls_to_its_function():
+    """``sys.modules['tensorsight.migrate']`` itself stays callable (older code held it)."""
+    code = (
+        "import sys, tensorsight, tensorsight.migrate.api; "
+        "m = sys.modules['tensorsight.migrate']; "
+        "print(callable(m), m.__call__.__func__ is not None, tensorsight.migrate.api.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "tensorsight.migrate.api"]

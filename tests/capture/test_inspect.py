@@ -70,6 +70,10 @@ def test_comparing_a_step_with_no_ops_on_either_side_is_an_input_error(tmp_path)
     d = _cut_off_dump(tmp_path / "d")
     res = run_cli("compare", str(d), str(d), "--step", "1", "-q")
     assert res.returncode == 2, res.stdout
+    assert "is marked incomplete" in res.stderr  # a cut-off dump is refused first
+    res = run_cli("compare", str(d), str(d), "--step", "1", "-q", "--allow-incomplete")
+    assert res.returncode == 2, res.stdout
     assert res.stderr.startswith("error: Dumps")
     assert "step 1 has no recorded ops on either side" in res.stderr
-    assert run_cli("compare", str(d), str(d), "--step", "0", "-q").returncode == 0
+    # the step that was recorded compares, but a cut-off dump never "agrees" (exit 3)
+    assert run_cli("compare", str(d), str(d), "--step", "0", "--allow-incomplete").returncode == 3

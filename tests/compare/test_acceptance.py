@@ -121,10 +121,16 @@ def test_bf16_autocast_of_a_healthy_model_has_no_error_row(dumps):
     bf16_rows = [r for r in result.rows if r.dtype_target == "bfloat16" and r.match != "unmatched"]
     assert len(bf16_rows) > 50  # the bf16 tensors were really compared, and passed
     assert all(r.verdict in ("pass", "warning") for r in bf16_rows)
-    # the inserted autocast casts are reported, not dropped and not passed
+    # the inserted autocast casts are reported apart, as one-sided, not as warnings
     casts = [r for r in result.rows if r.match == "unmatched"]
     assert casts
-    assert all(r.verdict == "warning" and "autocast" in r.reason for r in casts)
+    assert all(r.one_sided and "One-sided by design" in r.reason for r in casts)
+    assert result.counts["one_sided"] == len(casts)
+    assert result.counts["unmatched"] == 0
+    assert result.agrees
+    summary = result.summary()
+    assert f"warning {result.counts['warning']}  error 0  one-sided {len(casts)}" in summary
+    assert "(unmatched 0;" in summary
 
 
 def test_layernorm_eps_bug_is_the_first_divergence(dumps):

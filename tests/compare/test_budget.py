@@ -42,11 +42,13 @@ def test_bf16_rounding_passes_and_a_real_error_fails():
     assert ok.verdict == "pass"
     assert ok.budget is not None
     assert ok.error == pytest.approx(1.5 * u)
-    assert "within budget" in ok.reason
+    assert ok.reason.startswith("Relative L2 error ")
+    assert "within its budget" in ok.reason
     _, [bad] = _judge(ins, [_row("output.0", 0.2)])
     assert bad.verdict == "error"
     assert bad.error_gain == pytest.approx(0.2 / (u / 2))
-    assert "exceeds budget" in bad.reason
+    assert bad.reason.startswith("Relative L2 error ")  # every sentence names its metric
+    assert "exceeds its budget" in bad.reason
 
 
 def test_large_inherited_error_is_a_warning_not_an_error():
@@ -115,3 +117,18 @@ def test_row_error_from_statistics():
 def test_unknown_profile():
     with pytest.raises(UsageError, match="Profile 'strict'"):
         get_profile("strict")
+
+
+def test_statistics_rows_name_the_statistics_error():
+    def stats_row(tensor, diff):
+        return OpComparison(
+            3, "aten.mm.default", "M.fc", "forward", tensor, (64, 32), (64, 32),
+            "float32", "bfloat16", mode="statistics", norm_rel_diff=diff,
+        )  # fmt: skip
+
+    ins = [stats_row("input.0", 0.0), stats_row("input.1", 0.0)]
+    _, [bad] = _judge(ins, [stats_row("output.0", 0.3)])
+    assert bad.verdict == "error"
+    assert bad.reason.startswith("Statistics error 0.3 exceeds its budget ")
+    [bad_in], _ = _judge([stats_row("input.0", 0.3)], [])
+    assert "statistics error 0.3 exceeds its budget" in bad_in.reason

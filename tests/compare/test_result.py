@@ -131,7 +131,7 @@ def test_summary_html_and_node_data():
 
 def test_counts_and_verdict_validation():
     c = _comparison()
-    assert c.counts == {"pass": 1, "warning": 1, "error": 1, "unmatched": 1}
+    assert c.counts == {"pass": 1, "warning": 1, "error": 1, "one_sided": 0, "unmatched": 1}
     assert not c.agrees
     with pytest.raises(UsageError, match="Verdict 'fail'"):
         Verdict("fail", "nope")
@@ -168,7 +168,8 @@ def test_summary_groups_one_sided_ops_instead_of_listing_them_as_offenders():
         budget=1.0,
     )
     text = Comparison("b", "t", rows=(*casts, measured)).summary()
-    assert "only on one side (not compared):\n  3 x aten._to_copy.default only in target" in text
+    assert "by design):\n  3 x aten._to_copy.default only in target" in text
+    assert "warning 1  error 0  one-sided 6  (unmatched 0;" in text  # casts apart from warnings
     offenders = text.split("top offenders:\n")[1].split("\n")[0]
     assert "aten.mm.default" in offenders
     assert "_to_copy" not in text.split("top offenders:")[1].split("only on one side")[0]

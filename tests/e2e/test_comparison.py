@@ -322,7 +322,7 @@ def test_jump_between_a_row_and_its_place(page, structures) -> None:
         " document.querySelector('#cmp-detail .muted').innerText.includes('Net.head')"
     )
     page.click("#cmp-detail-table")
-    target = page.locator("#cmp-detail h3").inner_text().split(" ")[0].lstrip("#")
+    target = page.locator("#cmp-detail h3").get_attribute("data-position")
     page.wait_for_selector(f'#cmp-table tr.selected[data-position="{target}"]')
     page.wait_for_function(
         'p => { const tr = document.querySelector(`#cmp-table tr[data-position="${p}"]`);'
@@ -392,3 +392,27 @@ def test_a_large_trace_is_virtualised(page, structures) -> None:
     assert page.locator(".cmp-sbs-line").count() < 150
     assert page.locator(".cmp-sbs-line.loading").count() == 0
     shot(page, "comparison-sides-large")
+
+
+def test_a_healthy_autocast_comparison_shows_its_casts_as_one_sided(page, structures) -> None:
+    """fp32 vs bf16 autocast: no warning pill, no amber tree, no ⚠ on the side-by-side tab."""
+    open_comparison(page, structures, "compare/autocast")
+    page.wait_for_selector("#cmp-first.agree")
+    counts = page.locator("#cmp-counts").inner_text()
+    assert "0 warning" in counts
+    assert "0 unmatched" in counts
+    one_sided = page.locator('#cmp-counts .cmp-count[data-kind="one_sided"]').inner_text()
+    assert int(one_sided.split()[0]) >= 5
+    assert "⚠" not in page.locator("#cmp-mode").inner_text()
+    verdicts = page.locator("#cmp-tree .cmp-node").evaluate_all(
+        "els => els.map(e => e.dataset.verdict)"
+    )
+    assert verdicts
+    assert set(verdicts) == {"pass"}
+    assert "one-sided" in page.locator("#cmp-tree").inner_text()
+    cast = page.locator("#cmp-table tbody tr.one-sided").first
+    assert cast.locator("td.verdict").inner_text() == "one-sided"
+    # one op numbering: the table's first column is the op's index, as in the CLI
+    first = page.locator("#cmp-table tbody tr").first
+    assert first.locator("td").first.inner_text().isdigit()
+    assert "index" in page.locator("#cmp-table thead").inner_text()

@@ -55,6 +55,7 @@ __all__ = [
     "ClassicProfile",
     "JudgeState",
     "Profile",
+    "error_name",
     "get_profile",
     "row_error",
     "unit_roundoff",
@@ -264,6 +265,15 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def error_name(row: OpComparison) -> str:
+    """The metric :func:`row_error` measures for ``row``, for reason sentences."""
+    return "relative L2 error" if row.rmse is not None else "statistics error"
+
+
 class BudgetProfile:
     """Expected error from dtypes, reduction length and conditioning (module docstring)."""
 
@@ -318,12 +328,14 @@ class BudgetProfile:
             else:
                 hint = "a parameter or model input differs"
             reason = (
-                f"{what} differs by {_fmt(e)} but rounding and every earlier op explain at most "
-                f"{_fmt(budget)}: {hint}."
+                f"{what} differs: {error_name(row)} {_fmt(e)} exceeds its budget {_fmt(budget)} "
+                f"(rounding and every earlier op): {hint}."
             )
             return row.with_verdict(Verdict("error", reason, budget, e))
         return row.with_verdict(
-            Verdict("pass", f"Input error {_fmt(e)} is inherited or rounding.", budget, e)
+            Verdict(
+                "pass", f"Input {error_name(row)} {_fmt(e)} is inherited or rounding.", budget, e
+            )
         )
 
     def _judge_output(
@@ -361,22 +373,27 @@ class BudgetProfile:
             if e == 0:
                 return row.with_verdict(Verdict("pass", "Discrete values are equal.", budget, e))
             if e_in > 0:
-                reason = f"Discrete values differ (error {_fmt(e)}) because the inputs differ."
+                reason = f"Discrete values differ ({error_name(row)} {_fmt(e)}): the inputs differ."
                 return row.with_verdict(Verdict("warning", reason, budget, e))
         if e <= budget or e == 0:
             if e_in > INHERITED_WARNING:
                 reason = (
-                    f"Error {_fmt(e)} is within budget {_fmt(budget)} but inherited: the inputs "
+                    f"{_cap(error_name(row))} {_fmt(e)} is within its budget {_fmt(budget)} "
+                    "but inherited: the inputs "
                     f"already differ by {_fmt(e_in)}."
                 )
                 return row.with_verdict(Verdict("warning", reason, budget, e))
-            reason = f"Error {_fmt(e)} is within budget {_fmt(budget)} (dtype rounding"
+            reason = (
+                f"{_cap(error_name(row))} {_fmt(e)} is within its budget {_fmt(budget)} "
+                "(dtype rounding"
+            )
             reason += f", K={k}" if k > 1 else ""
             reason += f", inherited {_fmt(e_in)})." if e_in else ")."
             return row.with_verdict(Verdict("pass", reason, budget, e))
         if saved > 0 and any(k in op.lower() for k in _PIECEWISE):
             reason = (
-                f"Error {_fmt(e)} exceeds budget {_fmt(budget)}, but this is the backward of a "
+                f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)}, "
+                "but this is the backward of a "
                 f"piecewise op whose forward already differs by {_fmt(saved)}: branch flips."
             )
             return row.with_verdict(Verdict("warning", reason, budget, e))
@@ -384,7 +401,10 @@ class BudgetProfile:
             why = f"inputs differ by {_fmt(e_in)}, gain x{_fmt(gain)}"
         else:
             why = "its inputs agree, so the difference starts here"
-        reason = f"Error {_fmt(e)} exceeds budget {_fmt(budget)}: this op adds error ({why})."
+        reason = (
+            f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)}: "
+            f"this op adds error ({why})."
+        )
         return row.with_verdict(Verdict("error", reason, budget, e))
 
 
@@ -417,18 +437,25 @@ class ClassicProfile:
         if cos is None or rel is None:
             e = row_error(row)
             if e is not None and e > self.rel_euclidean_error:
-                return row.with_verdict(Verdict("error", f"Statistics differ by {_fmt(e)}."))
-            return row.with_verdict(Verdict("pass", "Statistics agree within 5 %."))
+                reason = f"Statistics error {_fmt(e)} exceeds 0.05."
+                return row.with_verdict(Verdict("error", reason))
+            return row.with_verdict(Verdict("pass", "Statistics error within 0.05."))
         if cos < self.cosine_error:
             return row.with_verdict(Verdict("error", f"Cosine {cos:.6f} is below 0.99."))
         if rel > self.rel_euclidean_error:
-            return row.with_verdict(Verdict("error", f"Rel. Euclidean {_fmt(rel)} exceeds 0.05."))
+            reason = f"Relative Euclidean distance {_fmt(rel)} exceeds 0.05."
+            return row.with_verdict(Verdict("error", reason))
         if kl is not None and kl > self.kl_error:
             return row.with_verdict(Verdict("error", f"KL divergence {_fmt(kl)} exceeds 0.005."))
         if cos < self.cosine_warning or rel > self.rel_euclidean_warning:
-            reason = f"Cosine {cos:.6f} / rel. Euclidean {_fmt(rel)} near the error thresholds."
+            reason = (
+                f"Cosine {cos:.6f} / relative Euclidean distance {_fmt(rel)} near the error "
+                "thresholds."
+            )
             return row.with_verdict(Verdict("warning", reason))
-        return row.with_verdict(Verdict("pass", "Cosine, rel. Euclidean and KL within limits."))
+        return row.with_verdict(
+            Verdict("pass", "Cosine, relative Euclidean distance and KL divergence within limits.")
+        )
 
 
 PROFILES: dict[str, type[BudgetProfile] | type[ClassicProfile]] = {

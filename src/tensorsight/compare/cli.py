@@ -1,7 +1,8 @@
 """``tensorsight compare``: the command line over :func:`tensorsight.compare.engine.compare`.
 
 Exit codes: 0 the runs agree (no ``error`` row), 1 a divergence was found, 2 usage or
-input error. Imports nothing heavy at module level.
+input error (an incomplete dump included), 3 not comparable (too few tensors paired, or an
+incomplete dump compared with ``--allow-incomplete``). Imports nothing heavy at module level.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ examples:
   tensorsight compare a/ b/ --replay                           confirm the first divergent op
   tensorsight compare a/ b/ -o report/ --open                  then show it in the board
 
-exit codes: 0 the runs agree, 1 a divergence was found, 2 usage or input error.
+exit codes: 0 the runs agree, 1 a divergence was found, 2 usage or input error (an
+incomplete dump: cut off, or a step without ops), 3 not comparable (fewer than half the
+bench tensors found a counterpart, or --allow-incomplete).
 """
 
 
@@ -67,6 +70,11 @@ def register(subparsers: Any) -> None:
         help="after writing the reports (needs -o), serve the board on OUT (Ctrl-C stops)",
     )
     p.add_argument("--port", type=int, default=None, help="board port with --open (6006)")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="compare a dump that was cut off anyway; every report then says INCOMPLETE",
+    )
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker threads")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary or progress bar")
     # run() closes every file it writes, so the process may skip interpreter teardown
@@ -128,6 +136,7 @@ def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: 
             step=args.step,
             progress=progress,
             jobs=args.jobs,
+            allow_incomplete=args.allow_incomplete,
         )
     written = _write(result, Path(args.output), formats) if args.output else []
     if not args.quiet:
@@ -139,7 +148,10 @@ def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: 
     if args.open:
         # the compare layer may not import the board; the top-level CLI serves it (cli.main)
         args.open_board = Path(args.output)
-    return 0 if result.first_divergence is None else 1
+    return {"agree": 0, "diverged": 1}.get(result.status, NOT_COMPARABLE)
+
+
+NOT_COMPARABLE = 3  # exit code: the runs can be said neither to agree nor to diverge
 
 
 def _replay_line(row: Any, args: argparse.Namespace) -> str:

@@ -37,7 +37,14 @@ from tensorsight.compare.metrics import (
 )
 from tensorsight.compare.metrics.kernel import value_range
 from tensorsight.compare.metrics.stats import STATS_KEYS
-from tensorsight.compare.result import METRIC_COLUMNS, Comparison, OpComparison, attr_name
+from tensorsight.compare.result import (
+    METRIC_COLUMNS,
+    MIN_MATCHED_FRACTION,
+    Comparison,
+    OpComparison,
+    Verdict,
+    attr_name,
+)
 from tensorsight.errors import CompareError, UsageError
 
 __all__ = ["Progress", "compare"]
@@ -71,6 +78,7 @@ def compare(
     step: int | None = None,
     progress: Progress | None = None,
     jobs: int | None = None,
+    allow_incomplete: bool | None = None,
 ) -> Comparison:
     """Compare two dumps op by op and find the first op whose added error exceeds its budget.
 
@@ -86,6 +94,9 @@ def compare(
         step: Step to compare (default: the first step of each rank).
         progress: Called as ``progress(done, total)`` after each tensor pair.
         jobs: Worker threads (default: ``min(8, cpu count)``).
+        allow_incomplete: Compare a dump whose manifest says incomplete (a run cut off) or
+            a step without ops anyway; the result's ``incomplete`` says why and it never
+            "agrees" (default: refuse with :class:`CompareError`).
 
     Returns:
         A :class:`~tensorsight.compare.result.Comparison`.
@@ -94,7 +105,8 @@ def compare(
         InputFileError: A dump folder is missing.
         DumpFormatError: A folder is not a dump.
         CompareError: The dumps share no rank, or a tensorsight dump and an msprobe dump
-            are at levels whose calls cannot be paired (an op-level dump against msprobe).
+            are at levels whose calls cannot be paired (an op-level dump against msprobe),
+            or a dump is incomplete (without ``allow_incomplete``).
         UsageError: Unknown metric or profile, bad mapping selector.
 
     Example:
@@ -115,9 +127,15 @@ def compare(
         raise UsageError(msg)
     counter = _Counter(progress)
     formats = (bd.format, td.format)  # tensorsight vs msprobe pairs by call names
+    gaps = [g for d in (bd, td) for g in _incomplete(d, ranks)]
+    lock = threading.Lock()
 
     def one_rank(r: int) -> list[OpComparison]:
         bs, ts = bd.step(r, step), td.step(r, step)
+        if bool(bs.ops) != bool(ts.ops):  # one side recorded nothing in this step
+            empty, d = (bs, bd) if not bs.ops else (ts, td)
+            with lock:
+                gaps.append(f"Dump {str(d.path)!r}: rank {r} step {empty.step} has no ops")
         try:
             return _compare_rank(bs, ts, keys, prof, maps, pool, counter, formats)
         finally:
@@ -130,7 +148,14 @@ def compare(
         ThreadPoolExecutor(max_workers=min(len(ranks), 16)) as rank_pool,
     ):
         per_rank = list(rank_pool.map(one_rank, ranks))
-    rows = [row for rr in per_rank for row in rr]
+    if gaps and not allow_incomplete:
+        msg = (
+            f"{gaps[0]}, so an agreement would mean nothing. Record the run again, pick "
+            "another --step, or pass --allow-incomplete (allow_incomplete=True) to compare "
+            "what is there."
+        )
+        raise CompareError(msg)
+    rows = [_neutral(row) for rr in per_rank for row in rr]
     if not rows:  # "the runs agree" would be said of nothing at all
         which = "the first step" if step is None else f"step {step}"
         msg = (
@@ -155,6 +180,43 @@ def compare(
         ranks=tuple(ranks),
         step=step,
         advice=tuple(advice),
+        incomplete="; ".join(gaps) if gaps else None,
+        not_comparable=_not_comparable(rows),
+    )
+
+
+def _incomplete(d: Dump, ranks: Sequence[int]) -> list[str]:
+    """Why ``d`` is incomplete on ``ranks``: its manifest says a run was cut off."""
+    out = []
+    for r in ranks:
+        m = d.manifest(r)
+        if m is not None and not m.complete:
+            why = m.incomplete_reason or "the run stopped before the dump was closed"
+            out.append(f"Dump {str(d.path)!r}: rank {r} is marked incomplete ({why})")
+    return out
+
+
+def _neutral(row: OpComparison) -> OpComparison:
+    """A one-sided-by-design row (autocast cast, detach, allocation) reads as neutral."""
+    if not row.one_sided:
+        return row
+    side = "bench" if row.shape_target is None else "target"
+    reason = f"One-sided by design: {row.op} runs only in {side} (a cast, detach or allocation)."
+    return row.with_verdict(Verdict("pass", reason))
+
+
+def _not_comparable(rows: Sequence[OpComparison]) -> str | None:
+    """The reason when fewer than :data:`MIN_MATCHED_FRACTION` of bench tensors paired."""
+    bench = [r for r in rows if r.shape_bench is not None and not r.one_sided]
+    if not bench:
+        return None
+    matched = sum(r.match != "unmatched" for r in bench)
+    if matched >= MIN_MATCHED_FRACTION * len(bench):
+        return None
+    return (
+        f"only {matched} of {len(bench)} bench tensors found a counterpart in the target "
+        f"(below {MIN_MATCHED_FRACTION:.0%}): the dumps record different things (levels, "
+        "models or frameworks); pass a --mapping or dump both runs at the same level"
     )
 
 

@@ -11,6 +11,8 @@ This docstring is the spec of the JSON export (``Comparison.to_json``), schema v
       "ranks": [0, ...], "step": 0 | null,
       "first_divergence": <row position> | null,
       "first_divergence_rank": <rank> | null,
+      "incomplete": "<why>" | null,         # a dump was cut off (compare --allow-incomplete)
+      "not_comparable": "<why>" | null,     # too few tensors found a counterpart
       "advice": [{"mechanism": ..., "evidence": ..., "row": <row position> | null}, ...],
       "rows": [{<column>: <value>, ...}, ...]   # keys = COLUMNS, in that order
     }
@@ -42,6 +44,8 @@ __all__ = [
     "FORMAT_NAME",
     "IDENTITY_COLUMNS",
     "METRIC_COLUMNS",
+    "MIN_MATCHED_FRACTION",
+    "ONE_SIDED_OPS",
     "SCHEMA_VERSION",
     "VERDICTS",
     "Advice",
@@ -52,6 +56,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# below this share of bench tensors paired with a target tensor, the verdict is "not comparable"
+MIN_MATCHED_FRACTION = 0.5
 FORMAT_NAME = "tensorsight-comparison"
 VERDICTS = ("pass", "warning", "error")
 
@@ -82,6 +88,16 @@ EXTRA_COLUMNS = (
     "fingerprint_equal",
 )
 COLUMNS = (*IDENTITY_COLUMNS, *METRIC_COLUMNS, "verdict", "reason", *EXTRA_COLUMNS)
+
+
+# op-name fragments of ops that run on one side only by design (aten and msprobe names):
+# autocast's casts, detach/alias, and allocations whose memory the op does not write
+ONE_SIDED_OPS = (
+    "_to_copy", "aten.to.", "_autocast_to_", "convert_element_type", "type_as", "Tensor.to.",
+    "Tensor.float.", "Tensor.half.", "Tensor.bfloat16.", "Tensor.double.", "Tensor.type.",
+    "aten.detach", "aten.alias", "aten.lift_fresh", "Tensor.detach.", "aten.empty",
+    "aten.new_empty", "npu_format_cast",
+)  # fmt: skip
 
 
 def attr_name(column: str) -> str:
@@ -173,6 +189,14 @@ class OpComparison:
     custom: Mapping[str, float] = field(default_factory=dict)
 
     @property
+    def one_sided(self) -> bool:
+        """Present on one side only by design: an unmatched dtype cast (autocast), detach or
+        allocation (``empty*``), which carries no evidence either way (:data:`ONE_SIDED_OPS`)."""
+        if self.match != "unmatched" or (self.shape_bench is None) == (self.shape_target is None):
+            return False
+        return any(p in self.op for p in ONE_SIDED_OPS)
+
+    @property
     def key(self) -> str:
         """Readable row id: ``<op>.<direction>.<tensor>`` (bench side)."""
         return f"{self.op}.{self.direction}.{self.tensor}"
@@ -261,6 +285,11 @@ class Comparison:
         ranks: Ranks compared.
         step: Step compared (``None``: the first step of each dump).
         advice: Mechanisms the advisor found.
+        incomplete: Why an input dump is incomplete (a run cut off, a step without ops),
+            when it was compared anyway (``allow_incomplete=True``); ``None`` otherwise.
+        not_comparable: Why the runs cannot be said to agree (fewer than
+            :data:`MIN_MATCHED_FRACTION` of the bench tensors found a counterpart);
+            ``None`` otherwise.
         schema_version: :data:`SCHEMA_VERSION`.
     """
 
@@ -273,6 +302,8 @@ class Comparison:
     ranks: tuple[int, ...] = (0,)
     step: int | None = None
     advice: tuple[Advice, ...] = ()
+    incomplete: str | None = None
+    not_comparable: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     # ------------------------------------------------------------------ queries
@@ -291,17 +322,43 @@ class Comparison:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Rows per verdict, plus ``unmatched``."""
+        """Rows per verdict, ``one_sided`` (rows on one side by design, counted apart from
+        the verdicts) and ``unmatched`` (the other rows without a counterpart)."""
         out = dict.fromkeys(VERDICTS, 0)
+        one_sided = unmatched = 0
         for r in self.rows:
+            if r.one_sided:
+                one_sided += 1
+                continue
             out[r.verdict] += 1
-        out["unmatched"] = sum(1 for r in self.rows if r.match == "unmatched")
+            unmatched += r.match == "unmatched"
+        out["one_sided"] = one_sided
+        out["unmatched"] = unmatched
         return out
 
     @property
     def agrees(self) -> bool:
-        """True when no row is an ``error``."""
-        return not any(r.verdict == "error" for r in self.rows)
+        """True when no row is an ``error`` and the input was complete and comparable."""
+        return self.status == "agree"
+
+    @property
+    def status(self) -> str:
+        """``diverged`` (an error row), ``not comparable`` (incomplete input, or too few
+        tensors paired) or ``agree``."""
+        if any(r.verdict == "error" for r in self.rows):
+            return "diverged"
+        if self.incomplete is not None or self.not_comparable is not None:
+            return "not comparable"
+        return "agree"
+
+    @property
+    def header_note(self) -> str | None:
+        """The line every report puts first when the result cannot be trusted as "agree"."""
+        if self.incomplete is not None:
+            return f"INCOMPLETE: {self.incomplete}"
+        if self.not_comparable is not None:
+            return f"NOT COMPARABLE: {self.not_comparable}"
+        return None
 
     def __iter__(self) -> Iterator[OpComparison]:
         return iter(self.rows)
@@ -323,6 +380,8 @@ class Comparison:
             "step": self.step,
             "first_divergence": self.first_divergence_row,
             "first_divergence_rank": self.first_divergence_rank,
+            "incomplete": self.incomplete,
+            "not_comparable": self.not_comparable,
             "advice": [asdict(a) for a in self.advice],
             "rows": [{k: _encode(v) for k, v in r.to_dict().items()} for r in self.rows],
         }
@@ -386,6 +445,8 @@ class Comparison:
                 ranks=tuple(int(r) for r in raw.get("ranks", (0,))),
                 step=raw.get("step"),
                 advice=tuple(Advice(**a) for a in raw.get("advice", ())),
+                incomplete=raw.get("incomplete"),
+                not_comparable=raw.get("not_comparable"),
                 schema_version=version,
             )
         except (KeyError, TypeError, ValueError) as exc:

@@ -84,7 +84,8 @@ class ModuleNode:
         path: Dotted module path (``""``: the root, which holds rows outside any module).
         name: Last component of ``path``.
         rows: Rows in this scope and below.
-        counts: Rows per verdict in this scope and below.
+        counts: Rows per verdict in this scope and below, plus ``one_sided`` (rows on one side
+            by design, not counted in their verdict).
         verdict: Worst verdict in this scope and below.
         value: Worst value of the chosen metric (largest error, smallest similarity), or
             ``None`` when no metric was asked or none is finite.
@@ -126,8 +127,9 @@ class Table:
 
     def __init__(self, rows: Sequence[Any], metrics: Sequence[str]) -> None:
         self._dicts = [r.to_dict() for r in rows]
-        for d in self._dicts:
+        for r, d in zip(rows, self._dicts, strict=True):
             d["budget_ratio"] = budget_ratio(d.get("error"), d.get("budget"))
+            d["one_sided"] = bool(r.one_sided)  # on one side by design: neutral, not a warning
         self.metrics = tuple(metrics)
         self.columns = tuple(self._dicts[0]) if self._dicts else ()
         self._text = {c: [str(d.get(c) or "") for d in self._dicts] for c in _TEXT}
@@ -264,7 +266,7 @@ class Table:
             if got is None:
                 got = {
                     "rows": 0,
-                    "counts": dict.fromkeys(_VERDICT_RANK, 0),
+                    "counts": dict.fromkeys((*_VERDICT_RANK, "one_sided"), 0),
                     "verdict": "pass",
                     "value": None,
                     "first": -1,
@@ -281,6 +283,7 @@ class Table:
             if direction and d.get("direction") != direction:
                 continue
             verdict = self._text["verdict"][i]
+            one_sided = bool(d.get("one_sided"))
             v = float(values[i]) if values is not None else math.nan
             path = self._text["module_path"][i]
             chain = [path]
@@ -290,7 +293,8 @@ class Table:
             for p in chain:
                 n = node(p)
                 n["rows"] += 1
-                n["counts"][verdict] = n["counts"].get(verdict, 0) + 1
+                kind = "one_sided" if one_sided else verdict  # counted apart from the verdicts
+                n["counts"][kind] = n["counts"].get(kind, 0) + 1
                 worse = _VERDICT_RANK.get(verdict, 0) > _VERDICT_RANK[n["verdict"]]
                 if worse:
                     n["verdict"], n["first"] = verdict, i

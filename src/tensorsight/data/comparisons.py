@@ -90,11 +90,14 @@ class ComparisonInfo:
         ranks: Ranks compared.
         step: Step compared (``None``: the first of each dump).
         row_count: Number of rows.
-        counts: Rows per verdict (``pass``, ``warning``, ``error``) plus ``unmatched``.
+        counts: Rows per verdict (``pass``, ``warning``, ``error``), ``one_sided`` (rows on one
+            side by design, counted apart) and ``unmatched`` (the other rows without a pair).
         first_divergence: Position of the first divergence row, or ``None`` when the runs agree.
         advice: What the advisor found, most specific first.
         mtime: Modification time of the file (seconds since the epoch).
         error: Why the file could not be read (then the other fields are empty), else ``None``.
+        incomplete: Why an input dump was incomplete (compared with ``--allow-incomplete``).
+        not_comparable: Why the runs cannot be said to agree (too few tensors paired).
     """
 
     name: str
@@ -111,6 +114,8 @@ class ComparisonInfo:
     advice: tuple[AdviceInfo, ...]
     mtime: float
     error: str | None = None
+    incomplete: str | None = None
+    not_comparable: str | None = None
 
     SCHEMA_VERSION = SCHEMA_VERSION
 
@@ -219,6 +224,8 @@ class ComparisonStore:
             first_divergence=comp.first_divergence_row,
             advice=tuple(AdviceInfo(a.mechanism, a.evidence, a.row) for a in comp.advice),
             mtime=mtime,
+            incomplete=comp.incomplete,
+            not_comparable=comp.not_comparable,
         )
         return _Entry(path, stamp, info, comp)
 

@@ -14,8 +14,6 @@ classes and ``RULESETS`` are resolved lazily).
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 from tensorsight.migrate.api import migrate
@@ -58,17 +56,3 @@ def __getattr__(name: str) -> Any:
         msg = f"module 'tensorsight.migrate' has no attribute {name!r}"
         raise AttributeError(msg)
     return getattr(importlib.import_module(module), name)
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``tensorsight.migrate(...)`` work even after ``import tensorsight.migrate``.
-
-    PRODUCT.md names both the package ``tensorsight.migrate`` and the function
-    ``tensorsight.migrate(path, ...)``; importing the package makes Python bind the module
-    to that attribute, so the module itself forwards calls to :func:`migrate`.
-    """
-
-    __call__ = staticmethod(migrate)
-
-
-sys.modules[__name__].__class__ = _CallableModule

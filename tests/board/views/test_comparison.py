@@ -197,3 +197,41 @@ def test_trace_rejects_bad_input(structures) -> None:
     same = get(structures, "summary", name="compare/same").json()
     assert same["first_divergence_row"] is None
     assert same["upstream"] is None
+
+
+def test_a_healthy_autocast_comparison_reads_healthy(structures) -> None:
+    """fp32 vs bf16 autocast: the casts are one-sided (neutral), not warnings or unmatched."""
+    summary = get(structures, "summary", name="compare/autocast").json()
+    counts = summary["comparison"]["counts"]
+    assert counts["one_sided"] >= 5
+    assert counts["unmatched"] == 0
+    assert counts["error"] == 0
+    assert summary["comparison"]["incomplete"] is None
+    assert summary["comparison"]["not_comparable"] is None
+    assert summary["first_divergence_row"] is None
+    tree = get(structures, "tree", name="compare/autocast").json()["tree"]
+    assert tree["counts"]["one_sided"] == counts["one_sided"]
+    rows = get(structures, "rows", name="compare/autocast", limit=1000).json()["rows"]
+    casts = [r for r in rows if r["one_sided"]]
+    assert len(casts) == counts["one_sided"]
+    assert all("_to_copy" in r["op"] and r["verdict"] == "pass" for r in casts)
+    assert not any(r["one_sided"] for r in rows if r["match"] != "unmatched")
+
+
+def test_an_incomplete_comparison_says_so_in_the_summary(tmp_path) -> None:
+    from starlette.testclient import TestClient
+
+    from tensorsight.board.app import create_app
+    from tensorsight.compare.result import Comparison, OpComparison
+
+    row = OpComparison(index=0, op="aten.mm.default", module_path="M", direction="forward",
+                       tensor="output.0", shape_bench=(2,), verdict="warning",
+                       reason="Op only in bench.", match="unmatched")  # fmt: skip
+    out = tmp_path / "compare" / "cut"
+    out.mkdir(parents=True)
+    why = "Dump 'b': rank 0 is marked incomplete (the run stopped before the dump was closed)"
+    Comparison("a", "b", (row,), incomplete=why).to_json(out / "comparison.json")
+    with TestClient(create_app(LogdirProvider(tmp_path))) as client:
+        info = get(client, "summary", name="compare/cut").json()["comparison"]
+    assert info["incomplete"] == why
+    assert info["not_comparable"] is None

@@ -55,15 +55,20 @@ def _where(row: OpComparison) -> str:
 def render_summary(comparison: Comparison, *, top: int = 5) -> str:
     """Plain text for the terminal; no colour codes, one fact per line."""
     counts = comparison.counts
-    lines = [
+    note = comparison.header_note
+    lines = [note] if note else []
+    verdicts = "error budgets" if comparison.profile == "budget" else "classic thresholds"
+    lines += [
         f"bench:  {comparison.bench}",
         f"target: {comparison.target}",
         f"rows: {len(comparison.rows)}  pass {counts['pass']}  warning {counts['warning']}  "
-        f"error {counts['error']}  (unmatched {counts['unmatched']}; profile "
-        f"{comparison.profile})",
+        f"error {counts['error']}  one-sided {counts['one_sided']}  (unmatched "
+        f"{counts['unmatched']}; verdicts from {verdicts})",
     ]
     first = comparison.first_divergence
-    if first is None:
+    if first is None and note:
+        lines.append("first divergence: none found, but the runs cannot be said to agree")
+    elif first is None:
         lines.append("first divergence: none - the runs agree within their error budgets")
     else:
         lines.append(f"first divergence: {_where(first)}")
@@ -75,7 +80,7 @@ def render_summary(comparison: Comparison, *, top: int = 5) -> str:
             lines.append(f"  {r.verdict:<7} {_where(r)}: {r.reason}")
     groups = unmatched_groups(comparison)
     if groups:
-        lines.append("only on one side (not compared):")
+        lines.append("only on one side (not compared; casts, detach and allocations by design):")
         for op, side, n in groups[:top]:
             lines.append(f"  {n} x {op} only in {side}")
         if len(groups) > top:

@@ -26,6 +26,9 @@ def header(comparison: Comparison) -> list[str]:
 def render_csv(comparison: Comparison, path: str | Path | None = None) -> str:
     """Render the rows as CSV (floats with full precision); also write it to ``path``.
 
+    A comparison that cannot "agree" (incomplete input, not comparable) starts with one
+    comment line, ``# INCOMPLETE: <why>`` or ``# NOT COMPARABLE: <why>``.
+
     The cells are those of :func:`~tensorsight.compare.report.cell` (floats as ``repr``),
     read straight off each row's fields: a comparison has ~50 columns per row, and going
     through :meth:`OpComparison.get` per cell was most of the report's time.
@@ -42,6 +45,8 @@ def render_csv(comparison: Comparison, path: str | Path | None = None) -> str:
         values.extend(custom.get(c) for c in extra)  # a key other rows have: empty here
         lines.append([_text(v) for v in values])
     buf = io.StringIO()
+    if comparison.header_note:  # "INCOMPLETE: ..." before the header (read with comment="#")
+        buf.write(f"# {comparison.header_note}\n")
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(cols)
     writer.writerows(lines)

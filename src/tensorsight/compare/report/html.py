@@ -38,6 +38,8 @@ table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:2px 6px;text-
 th{background:#eee;position:sticky;top:0;cursor:pointer}
 tr.pass td.v{background:#c6efce}tr.warning td.v{background:#ffeb9c}tr.error td.v{background:#ffc7ce}
 tr.first{outline:2px solid #b3261e}
+p.note{background:#ffc7ce;padding:.5em;font-weight:bold}
+tr.one-sided td.v{background:#eee}
 """
 
 _SCRIPT = """
@@ -66,19 +68,23 @@ def render_html(comparison: Comparison, path: str | Path | None = None) -> str:
     first = comparison.first_divergence_row
     for pos, row in enumerate(comparison.rows):
         data = row.to_dict()
-        cls = row.verdict + (" first" if pos == first else "")
+        cls = ("one-sided" if row.one_sided else row.verdict) + (" first" if pos == first else "")
         cells = "".join(
             f"<td{' class=v' if c == 'verdict' else ''}>{html.escape(_fmt(data.get(c)))}</td>"
             for c in _SHOWN
         )
         body.append(f'<tr class="{cls}">{cells}</tr>')
     options = "".join(
-        f'<option value="{v}">{v}</option>' for v in ("all", "error", "warning", "pass")
+        f'<option value="{v}">{v}</option>'
+        for v in ("all", "error", "warning", "pass", "one-sided")
     )
+    note = ""
+    if comparison.header_note:
+        note = f'<p class="note" id="header-note">{html.escape(comparison.header_note)}</p>'
     doc = (
         "<!doctype html><html><head><meta charset=utf-8>"
         "<title>tensorsight comparison</title>"
-        f"<style>{_STYLE}</style></head><body><h1>tensorsight comparison</h1>"
+        f"<style>{_STYLE}</style></head><body><h1>tensorsight comparison</h1>{note}"
         f"<pre>{html.escape(render_summary(comparison, top=10))}</pre>"
         f'<label>show <select onchange="filt(this.value)">{options}</select></label>'
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

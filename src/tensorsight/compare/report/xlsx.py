@@ -47,6 +47,10 @@ def render_xlsx(comparison: Comparison, path: str | Path) -> Path:
     summary = wb.create_sheet("summary")
     for line in comparison.summary().splitlines():
         summary.append([line])
+    if comparison.header_note:  # INCOMPLETE / NOT COMPARABLE: the workbook opens on it
+        ws.title = "rows (INCOMPLETE)" if comparison.incomplete else "rows (NOT COMPARABLE)"
+        wb.move_sheet(summary, offset=-1)
+        wb.active = 0
     out = Path(path)
     wb.save(out)
     return out

@@ -203,7 +203,7 @@ export async function renderDetail(el: HTMLElement, name: string, row: Row, acti
   const verdict = h("span", { class: "verdict" }, row.verdict);
   verdict.style.color = VERDICT_COLORS[row.verdict] ?? "";
   el.replaceChildren(
-    h("div", { class: "cmp-detail-head" }, h("h3", {}, `#${row.position} ${row.op} · ${row.tensor}`), inTable, locate, close),
+    h("div", { class: "cmp-detail-head" }, h("h3", { "data-position": String(row.position), title: `op index ${String(row.index ?? "–")} (row ${row.position})` }, `#${String(row.index ?? "–")} ${row.op} · ${row.tensor}`), inTable, locate, close),
     h("div", { class: "muted" }, `${row.direction} in ${row.module_path || "<root>"}`, " · ", verdict),
     h("p", {}, row.reason),
     h("p", { class: "muted" }, "loading tensors…"),

@@ -27,12 +27,19 @@ export function renderFirstDivergence(el: HTMLElement, summary: SummaryResponse 
   const c = summary?.comparison;
   const row = summary?.first_divergence_row ?? null;
   if (!summary || !c) return el.replaceChildren();
+  const note = c.incomplete ? `INCOMPLETE: ${c.incomplete}` : c.not_comparable ? `NOT COMPARABLE: ${c.not_comparable}` : null;
+  if (!row && note) {
+    el.className = "cmp-first diverged";
+    el.replaceChildren(h("b", { id: "cmp-first-note" }, note), " The runs cannot be said to agree.");
+    return;
+  }
   if (!row) {
     el.className = "cmp-first agree";
     const odd = c.counts.unmatched ?? 0;
     const warn = c.counts.warning ?? 0;
     const why = odd ? `, ${odd === warn ? "all" : odd} of them tensors without a counterpart on the other side` : "";
-    el.replaceChildren(h("b", {}, "No divergence: "), `every compared op stays within the error its dtypes explain (${warn} warnings${why}).`);
+    const neutral = c.counts.one_sided ? `; ${c.counts.one_sided} one-sided tensors (casts, detach, allocations) by design` : "";
+    el.replaceChildren(h("b", {}, "No divergence: "), `every compared op stays within the error its dtypes explain (${warn} warnings${why}${neutral}).`);
     if (odd) {
       const b = h("button", { type: "button", id: "cmp-first-sides" }, "side by side");
       b.addEventListener("click", a.sides);
@@ -50,9 +57,10 @@ export function renderFirstDivergence(el: HTMLElement, summary: SummaryResponse 
     h("div", { class: "cmp-first-head" },
       h("span", { class: "cmp-first-label" }, "First divergence"),
       h("span", { class: "cmp-first-op" }, `${row.op} [${row.direction}] ${row.tensor}`),
-      h("span", { class: "muted" }, ` in ${row.module_path || "<root>"} · row ${row.position}${c.ranks.length > 1 ? ` · rank ${String(row.rank)}` : ""}`),
+      h("span", { class: "muted" }, ` in ${row.module_path || "<root>"} · index ${String(row.index ?? "–")}${c.ranks.length > 1 ? ` · rank ${String(row.rank)}` : ""}`),
       h("span", { class: "cmp-first-actions" }, where, open)),
     h("div", { class: "cmp-first-reason" }, row.reason),
+    ...(note ? [h("div", { class: "cmp-first-reason", id: "cmp-first-note" }, note)] : []),
     ...upstreamNote(summary, a),
     ...advice.slice(0, 3).map((x) => h("div", { class: "cmp-first-advice" }, h("b", {}, `${x.mechanism}: `), x.evidence)),
   );

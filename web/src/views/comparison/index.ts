@@ -120,8 +120,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     if (!c) return;
     runs.textContent = `${c.bench} → ${c.target} · ${c.profile} profile · ${c.row_count} rows`;
     runs.title = runs.textContent;
-    counts.replaceChildren(...["error", "warning", "pass", "unmatched"].map((k) => {
-      const b = h("span", { class: `cmp-count ${k}`, "data-kind": k }, `${c.counts[k] ?? 0} ${k}`);
+    counts.replaceChildren(...["error", "warning", "pass", "one_sided", "unmatched"].map((k) => {
+      const label = k === "one_sided" ? "one-sided" : k;
+      const b = h("span", { class: `cmp-count ${k}`, "data-kind": k }, `${c.counts[k] ?? 0} ${label}`);
+      if (k === "one_sided") b.title = "present on one side only by design (casts, detach, allocations): neutral";
       const col = VERDICT_COLORS[k];
       if (col) b.style.borderColor = col;
       return b;

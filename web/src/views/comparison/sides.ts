@@ -87,7 +87,7 @@ export function lineElement(l: TraceLine): HTMLElement {
   el.style.top = `${l.line * LINE_H}px`;
   const where = l.path ? ` in ${l.path}` : "";
   el.title = l.kind === "op"
-    ? `${STATUS_TEXT[l.status] ?? l.status}${where} · ${l.verdict}${l.reason ? ` — ${l.reason}` : ""}\nclick: open row ${l.position}`
+    ? `${STATUS_TEXT[l.status] ?? l.status}${where} · ${l.verdict}${l.reason ? ` — ${l.reason}` : ""}\nclick: open it in the table`
     : `${l.path || l.label}: ${headerSummary(l)} · worst verdict ${l.verdict}\nclick: ${l.folded ? "unfold" : "fold"}`;
   el.append(sideCell(l, "bench"), gutter(l), sideCell(l, "target"));
   return el;

@@ -18,7 +18,7 @@ export interface TableOptions {
 }
 
 const IDENTITY: [string, string][] = [
-  ["position", "#"],
+  ["position", "index"],
   ["op", "op"],
   ["module_path", "module"],
   ["direction", "dir"],
@@ -48,6 +48,7 @@ function dtype(r: Row): string {
 }
 
 function verdictCell(r: Row): HTMLElement {
+  if (r.one_sided) return h("td", { class: "verdict one-sided", title: "on one side only by design: neutral" }, "one-sided");
   const td = h("td", { class: "verdict" }, r.verdict);
   td.style.color = VERDICT_COLORS[r.verdict] ?? "";
   return td;
@@ -75,8 +76,9 @@ export function renderTable(el: HTMLElement, rows: Row[], o: TableOptions): void
     if (r.position === o.firstDivergence) tr.classList.add("first");
     if (r.position === o.selected) tr.classList.add("selected");
     if (r.match === "unmatched") tr.classList.add("unmatched");
+    if (r.one_sided) tr.classList.add("one-sided");
     tr.append(
-      h("td", { class: "num" }, String(r.position)),
+      h("td", { class: "num", title: `row ${r.position}` }, r.index === null ? "–" : String(r.index)),
       h("td", { class: "op", title: r.op }, r.op),
       h("td", { class: "module", title: r.module_path }, r.module_path),
       h("td", {}, r.direction === "backward" ? "bwd" : "fwd"),

@@ -44,6 +44,7 @@ export function renderTree(el: HTMLElement, root: ModuleNode, o: TreeOptions, op
     const counts = [
       n.counts.error ? `${n.counts.error} err` : "",
       n.counts.warning ? `${n.counts.warning} warn` : "",
+      n.counts.one_sided ? `${n.counts.one_sided} one-sided` : "",
     ].filter(Boolean).join(" · ");
     const label = h(
       "span",

@@ -24,11 +24,17 @@ export interface ComparisonInfo {
   advice: AdviceInfo[];
   mtime: number;
   error: string | null;
+  /** Why an input dump was incomplete (compared with --allow-incomplete), else null. */
+  incomplete?: string | null;
+  /** Why the runs cannot be said to agree (too few tensors paired), else null. */
+  not_comparable?: string | null;
 }
 
 export interface Row {
   position: number;
   index: number | null;
+  /** Present on one side only by design (cast, detach, allocation): neutral. */
+  one_sided?: boolean;
   op: string;
   module_path: string;
   direction: string;
