@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tensorsight._lazy import lazy_import
 from tensorsight.board.errors import NotFound, PublicError, handle_error
 from tensorsight.board.views import View, ViewInfo, view_registry
+from tensorsight.board.views.base import WORK_DEADLINE_SECS
 from tensorsight.errors import RegistryError
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ def create_app(
     *,
     static_dir: Path | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    work_deadline_secs: float = WORK_DEADLINE_SECS,
 ) -> Starlette:
     """Build the board application.
 
@@ -119,6 +121,8 @@ def create_app(
         allowed_hosts: Host names (without port) that requests may name in their ``Host``
             header; names ending in ``.localhost`` match ``localhost``. ``None``: any host
             (in-process clients, embedding; ``serve()`` passes the loopback names).
+        work_deadline_secs: How long one request's work (run off the event loop in a worker
+            thread) may take before the client gets a 503 ``deadline_exceeded``.
 
     Returns:
         A Starlette application; serve it with uvicorn (see :mod:`tensorsight.board.server`).
@@ -191,6 +195,7 @@ def create_app(
         exception_handlers={PublicError: handle_error, Exception: handle_error},
     )
     app.state.provider = provider
+    app.state.work_deadline_secs = work_deadline_secs
     return app
 
 
