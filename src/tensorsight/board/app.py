@@ -14,6 +14,13 @@ With ``allowed_hosts`` set, a request whose ``Host`` header names another host g
 before any route runs: a page on another site cannot read the board through DNS rebinding
 (its requests carry that site's name). :func:`tensorsight.board.server.serve` sets it to the
 loopback names whenever the board binds a loopback address.
+
+JSON API requests (``/api/...``) sent by a page of another origin get a 403 before any route
+runs, as Jupyter does: a browser marks them with ``Sec-Fetch-Site: cross-site`` or
+``same-site`` (an ``<img src=http://127.0.0.1:6006/api/...>`` on any page, a ``fetch`` from
+evil.example, another port of this machine), or with an ``Origin`` that is not the board's
+own. Requests that carry neither header (curl, scripts, our CLI) and the front end's own
+same-origin requests are served.
 """
 
 from __future__ import annotations
@@ -190,6 +197,7 @@ def create_app(
         routes=routes,
         middleware=[
             Middleware(_SecurityHeaders),
+            Middleware(_SameOriginApi),
             *([] if allowed_hosts is None else [Middleware(_HostCheck, hosts=allowed_hosts)]),
         ],
         exception_handlers={PublicError: handle_error, Exception: handle_error},
@@ -258,3 +266,49 @@ class _HostCheck:
             "http://127.0.0.1:PORT/, or start it with --allowed-host NAME."
         )
         await error_response(400, "invalid_host", msg)(scope, receive, send)
+
+
+# What Sec-Fetch-Site says for requests the board serves: its own pages, and a user typing
+# the URL or opening a bookmark.
+_OWN_FETCH_SITES = frozenset({"same-origin", "none"})
+
+
+class _SameOriginApi:
+    """Pure ASGI middleware: 403 for ``/api/`` requests a page of another origin sent."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    @staticmethod
+    def refusal(headers: dict[bytes, bytes]) -> str:
+        """Why the request is refused ("" when it is served)."""
+        site = headers.get(b"sec-fetch-site", b"").decode("latin-1").strip().lower()
+        if site and site not in _OWN_FETCH_SITES:
+            return f"Sec-Fetch-Site is {site[:40]!r}"
+        origin = headers.get(b"origin")
+        if origin is None:
+            return ""
+        text = origin.decode("latin-1").strip().lower()
+        host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+        scheme, sep, authority = text.partition("://")
+        if not sep or scheme not in ("http", "https") or authority != host:
+            return f"Origin {text[:80]!r} is not this board"
+        return ""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket") or not str(scope.get("path", "")).startswith(
+            "/api/"
+        ):
+            await self.app(scope, receive, send)
+            return
+        why = self.refusal(dict(scope.get("headers") or ()))
+        if not why:
+            await self.app(scope, receive, send)
+            return
+        from tensorsight.board.errors import error_response
+
+        msg = (
+            f"Cross-origin API request refused ({why}): only the board's own pages and "
+            "clients without a browser origin may call the API."
+        )
+        await error_response(403, "cross_origin", msg)(scope, receive, send)
