@@ -118,6 +118,7 @@ def create_app(
     static_dir: Path | None = None,
     allowed_hosts: Sequence[str] | None = None,
     work_deadline_secs: float = WORK_DEADLINE_SECS,
+    token: str | None = None,
 ) -> Starlette:
     """Build the board application.
 
@@ -130,6 +131,9 @@ def create_app(
             (in-process clients, embedding; ``serve()`` passes the loopback names).
         work_deadline_secs: How long one request's work (run off the event loop in a worker
             thread) may take before the client gets a 503 ``deadline_exceeded``.
+        token: When set, every request must carry it: ``?token=`` once (the board then
+            sets an HttpOnly cookie), the cookie, or ``Authorization: token <token>``;
+            otherwise 401 ``unauthorized``. ``serve()`` sets it for non-loopback binds.
 
     Returns:
         A Starlette application; serve it with uvicorn (see :mod:`tensorsight.board.server`).
@@ -198,6 +202,7 @@ def create_app(
         middleware=[
             Middleware(_SecurityHeaders),
             Middleware(_SameOriginApi),
+            *([] if token is None else [Middleware(_TokenCheck, token=token)]),
             *([] if allowed_hosts is None else [Middleware(_HostCheck, hosts=allowed_hosts)]),
         ],
         exception_handlers={PublicError: handle_error, Exception: handle_error},
@@ -312,3 +317,72 @@ class _SameOriginApi:
             "clients without a browser origin may call the API."
         )
         await error_response(403, "cross_origin", msg)(scope, receive, send)
+
+
+TOKEN_COOKIE = "tensorsight_token"
+
+
+class _TokenCheck:
+    """Pure ASGI middleware: 401 unless the request carries the board's token.
+
+    The token comes from ``?token=`` (the URL printed at start-up; the response then sets
+    an HttpOnly, SameSite=Strict cookie so the front end's later requests carry it), from
+    that cookie, or from ``Authorization: token <token>`` / ``Bearer <token>`` (scripts).
+    """
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    def matches(self, value: str) -> bool:
+        import hmac
+
+        return hmac.compare_digest(value.encode("utf-8", "replace"), self.token.encode())
+
+    def presented(self, scope: Any) -> tuple[bool, bool]:
+        """(authorised, came from the query string)."""
+        from http.cookies import CookieError, SimpleCookie
+        from urllib.parse import parse_qs
+
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if any(self.matches(v) for v in query.get("token", ())):
+            return True, True
+        headers = dict(scope.get("headers") or ())
+        auth = headers.get(b"authorization", b"").decode("latin-1").strip()
+        kind, _, value = auth.partition(" ")
+        if kind.lower() in ("token", "bearer") and self.matches(value.strip()):
+            return True, False
+        cookies: SimpleCookie = SimpleCookie()
+        try:
+            cookies.load(headers.get(b"cookie", b"").decode("latin-1"))
+        except CookieError:
+            return False, False
+        morsel = cookies.get(TOKEN_COOKIE)
+        return morsel is not None and self.matches(morsel.value), False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        ok, from_query = self.presented(scope)
+        if not ok:
+            from tensorsight.board.errors import error_response
+
+            msg = (
+                "This board needs its token: open the URL with ?token= that `tensorsight "
+                "board` printed, or send 'Authorization: token <token>'."
+            )
+            await error_response(401, "unauthorized", msg)(scope, receive, send)
+            return
+        if not from_query:
+            await self.app(scope, receive, send)
+            return
+        cookie = f"{TOKEN_COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+        async def send_with_cookie(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (b"set-cookie", cookie)]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
