@@ -130,3 +130,69 @@ def test_the_packaged_front_end_is_found(tmp_path):
     assert require_front_end() == DEFAULT_STATIC_DIR
     (tmp_path / "index.html").write_text("<!doctype html>", encoding="utf-8")
     assert require_front_end(tmp_path) == tmp_path
+
+
+def test_a_network_bind_warns_and_requires_the_printed_token(tmp_path):
+    with SummaryWriter(str(tmp_path / "run")) as w:
+        w.add_scalar("loss", 1.0, 0)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tensorsight", "board", "--logdir", str(tmp_path),
+         "--host", "0.0.0.0", "--port", str(port), "--reload-interval", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    try:
+        lines = []
+        while not any("?token=" in line for line in lines):
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        assert any(line.startswith("warning: --host 0.0.0.0") for line in lines)
+        url_line = next(line for line in lines if "?token=" in line)
+        token = url_line.split("?token=", 1)[1].split()[0]
+        assert len(token) >= 32
+        base = f"http://127.0.0.1:{port}"
+
+        def get(path, headers=None):
+            req = urllib.request.Request(base + path, headers=headers or {})
+            for _ in range(150):
+                try:
+                    with urllib.request.urlopen(req, timeout=2) as r:
+                        return r.status, r.headers, json.loads(r.read())
+                except urllib.error.HTTPError as exc:
+                    return exc.code, exc.headers, json.loads(exc.read())
+                except OSError:
+                    time.sleep(0.1)
+            raise AssertionError("no answer")
+
+        status, _, body = get("/api/runs")
+        assert status == 401
+        assert body["error"]["code"] == "unauthorized"
+        status, _, _ = get("/api/runs?token=" + "x" * len(token))
+        assert status == 401
+        status, headers, body = get(f"/api/runs?token={token}")
+        assert status == 200
+        assert [r["name"] for r in body["runs"]] == ["run"]
+        cookie = headers["set-cookie"]
+        assert "HttpOnly" in cookie
+        assert "SameSite=Strict" in cookie
+        # the front end's later requests carry only the cookie; scripts send a header
+        assert get("/api/runs", {"Cookie": cookie.split(";")[0]})[0] == 200
+        assert get("/api/runs", {"Authorization": f"token {token}"})[0] == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def test_no_auth_is_explicit_and_loopback_needs_no_token(capsys):
+    from tensorsight.board.cli import _token_for
+
+    assert _token_for("127.0.0.1", no_auth=False) is None
+    assert _token_for("::1", no_auth=False) is None
+    assert capsys.readouterr().err == ""
+    assert _token_for("0.0.0.0", no_auth=True) is None
+    assert "--no-auth: anyone who can reach this machine" in capsys.readouterr().err
+    first, second = _token_for("0.0.0.0", no_auth=False), _token_for("0.0.0.0", no_auth=False)
+    assert first
+    assert first != second  # a fresh token per start

@@ -31,8 +31,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def board_server(provider: Any, *, reload_interval_secs: float = 0.0) -> Iterator[str]:
-    """Serve ``provider`` with the real app under uvicorn; yields the base URL."""
+def board_server(
+    provider: Any, *, reload_interval_secs: float = 0.0, **app_kwargs: Any
+) -> Iterator[str]:
+    """Serve ``provider`` with the real app under uvicorn; yields the base URL.
+
+    ``app_kwargs`` go to :func:`tensorsight.board.app.create_app`.
+    """
     import uvicorn
 
     from tensorsight.board.app import create_app
@@ -40,7 +45,11 @@ def board_server(provider: Any, *, reload_interval_secs: float = 0.0) -> Iterato
 
     port = free_port()
     config = uvicorn.Config(
-        create_app(provider), host="127.0.0.1", port=port, log_level="error", lifespan="off"
+        create_app(provider, **app_kwargs),
+        host="127.0.0.1",
+        port=port,
+        log_level="error",
+        lifespan="off",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -14,6 +14,13 @@ With ``allowed_hosts`` set, a request whose ``Host`` header names another host g
 before any route runs: a page on another site cannot read the board through DNS rebinding
 (its requests carry that site's name). :func:`tensorsight.board.server.serve` sets it to the
 loopback names whenever the board binds a loopback address.
+
+JSON API requests (``/api/...``) sent by a page of another origin get a 403 before any route
+runs, as Jupyter does: a browser marks them with ``Sec-Fetch-Site: cross-site`` or
+``same-site`` (an ``<img src=http://127.0.0.1:6006/api/...>`` on any page, a ``fetch`` from
+evil.example, another port of this machine), or with an ``Origin`` that is not the board's
+own. Requests that carry neither header (curl, scripts, our CLI) and the front end's own
+same-origin requests are served.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from tensorsight._lazy import lazy_import
 from tensorsight.board.errors import NotFound, PublicError, handle_error
 from tensorsight.board.views import View, ViewInfo, view_registry
+from tensorsight.board.views.base import WORK_DEADLINE_SECS
 from tensorsight.errors import InputFileError, RegistryError
 
 if TYPE_CHECKING:
@@ -141,6 +149,8 @@ def create_app(
     *,
     static_dir: Path | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    work_deadline_secs: float = WORK_DEADLINE_SECS,
+    token: str | None = None,
 ) -> Starlette:
     """Build the board application.
 
@@ -151,6 +161,11 @@ def create_app(
         allowed_hosts: Host names (without port) that requests may name in their ``Host``
             header; names ending in ``.localhost`` match ``localhost``. ``None``: any host
             (in-process clients, embedding; ``serve()`` passes the loopback names).
+        work_deadline_secs: How long one request's work (run off the event loop in a worker
+            thread) may take before the client gets a 503 ``deadline_exceeded``.
+        token: When set, every request must carry it: ``?token=`` once (the board then
+            sets an HttpOnly cookie), the cookie, or ``Authorization: token <token>``;
+            otherwise 401 ``unauthorized``. ``serve()`` sets it for non-loopback binds.
 
     Returns:
         A Starlette application; serve it with uvicorn (see :mod:`tensorsight.board.server`).
@@ -218,11 +233,14 @@ def create_app(
         routes=routes,
         middleware=[
             Middleware(_SecurityHeaders),
+            Middleware(_SameOriginApi),
+            *([] if token is None else [Middleware(_TokenCheck, token=token)]),
             *([] if allowed_hosts is None else [Middleware(_HostCheck, hosts=allowed_hosts)]),
         ],
         exception_handlers={PublicError: handle_error, Exception: handle_error},
     )
     app.state.provider = provider
+    app.state.work_deadline_secs = work_deadline_secs
     return app
 
 
@@ -285,3 +303,118 @@ class _HostCheck:
             "http://127.0.0.1:PORT/, or start it with --allowed-host NAME."
         )
         await error_response(400, "invalid_host", msg)(scope, receive, send)
+
+
+# What Sec-Fetch-Site says for requests the board serves: its own pages, and a user typing
+# the URL or opening a bookmark.
+_OWN_FETCH_SITES = frozenset({"same-origin", "none"})
+
+
+class _SameOriginApi:
+    """Pure ASGI middleware: 403 for ``/api/`` requests a page of another origin sent."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    @staticmethod
+    def refusal(headers: dict[bytes, bytes]) -> str:
+        """Why the request is refused ("" when it is served)."""
+        site = headers.get(b"sec-fetch-site", b"").decode("latin-1").strip().lower()
+        if site and site not in _OWN_FETCH_SITES:
+            return f"Sec-Fetch-Site is {site[:40]!r}"
+        origin = headers.get(b"origin")
+        if origin is None:
+            return ""
+        text = origin.decode("latin-1").strip().lower()
+        host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+        scheme, sep, authority = text.partition("://")
+        if not sep or scheme not in ("http", "https") or authority != host:
+            return f"Origin {text[:80]!r} is not this board"
+        return ""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket") or not str(scope.get("path", "")).startswith(
+            "/api/"
+        ):
+            await self.app(scope, receive, send)
+            return
+        why = self.refusal(dict(scope.get("headers") or ()))
+        if not why:
+            await self.app(scope, receive, send)
+            return
+        from tensorsight.board.errors import error_response
+
+        msg = (
+            f"Cross-origin API request refused ({why}): only the board's own pages and "
+            "clients without a browser origin may call the API."
+        )
+        await error_response(403, "cross_origin", msg)(scope, receive, send)
+
+
+TOKEN_COOKIE = "tensorsight_token"
+
+
+class _TokenCheck:
+    """Pure ASGI middleware: 401 unless the request carries the board's token.
+
+    The token comes from ``?token=`` (the URL printed at start-up; the response then sets
+    an HttpOnly, SameSite=Strict cookie so the front end's later requests carry it), from
+    that cookie, or from ``Authorization: token <token>`` / ``Bearer <token>`` (scripts).
+    """
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    def matches(self, value: str) -> bool:
+        import hmac
+
+        return hmac.compare_digest(value.encode("utf-8", "replace"), self.token.encode())
+
+    def presented(self, scope: Any) -> tuple[bool, bool]:
+        """(authorised, came from the query string)."""
+        from http.cookies import CookieError, SimpleCookie
+        from urllib.parse import parse_qs
+
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if any(self.matches(v) for v in query.get("token", ())):
+            return True, True
+        headers = dict(scope.get("headers") or ())
+        auth = headers.get(b"authorization", b"").decode("latin-1").strip()
+        kind, _, value = auth.partition(" ")
+        if kind.lower() in ("token", "bearer") and self.matches(value.strip()):
+            return True, False
+        cookies: SimpleCookie = SimpleCookie()
+        try:
+            cookies.load(headers.get(b"cookie", b"").decode("latin-1"))
+        except CookieError:
+            return False, False
+        morsel = cookies.get(TOKEN_COOKIE)
+        return morsel is not None and self.matches(morsel.value), False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        ok, from_query = self.presented(scope)
+        if not ok:
+            from tensorsight.board.errors import error_response
+
+            msg = (
+                "This board needs its token: open the URL with ?token= that `tensorsight "
+                "board` printed, or send 'Authorization: token <token>'."
+            )
+            await error_response(401, "unauthorized", msg)(scope, receive, send)
+            return
+        if not from_query:
+            await self.app(scope, receive, send)
+            return
+        cookie = f"{TOKEN_COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+        async def send_with_cookie(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (b"set-cookie", cookie)]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)

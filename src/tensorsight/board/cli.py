@@ -12,7 +12,7 @@ EPILOG = """\
 examples:
   tensorsight board --logdir runs/
   tensorsight board --logdir runs/ --port 6007 --reload-interval 2
-  tensorsight board --logdir runs/ --host 0.0.0.0      # reachable from other machines
+  tensorsight board --logdir runs/ --host 0.0.0.0      # other machines; prints a ?token= URL
   tensorsight board --logdir runs/ --allowed-host board.example.org   # behind a proxy
 """
 
@@ -40,6 +40,11 @@ def register(subparsers: Any) -> None:
             "also answer requests for this Host name (repeatable); on 127.0.0.1 the board "
             "answers only loopback names, which blocks DNS rebinding"
         ),
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="with a non-loopback --host, serve without a token (anyone who can reach it reads it)",
     )
     parser.add_argument(
         "--port", type=int, default=None, help="TCP port (default 6006; 0: a free one)"
@@ -93,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     host = args.host or DEFAULT_HOST
     port = _listen_port(host, DEFAULT_PORT if args.port is None else args.port)
+    token = _token_for(host, no_auth=args.no_auth)
     defaults = Limits()
     limits = Limits(
         max_points_per_scalar=args.max_points_per_scalar,
@@ -103,8 +109,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         runs = provider.list_runs()
         print(f"tensorsight board: {len(runs)} runs in {logdir}", file=sys.stderr)
+    if not args.quiet or token is not None:  # the token is printed once, even with --quiet
         shown = f"[{host}]" if ":" in host else host  # an IPv6 address
-        print(f"open http://{shown}:{port}/  (Ctrl+C to stop)", file=sys.stderr)
+        query = "" if token is None else f"?token={token}"
+        print(f"open http://{shown}:{port}/{query}  (Ctrl+C to stop)", file=sys.stderr)
     serve(
         provider,
         host=host,
@@ -112,8 +120,35 @@ def run(args: argparse.Namespace) -> int:
         reload_interval_secs=args.reload_interval,
         log_level="error" if args.quiet else "warning",
         allowed_hosts=args.allowed_host,
+        token=token,
     )
     return 0
+
+
+def _token_for(host: str, *, no_auth: bool) -> str | None:
+    """A fresh token for a non-loopback bind (``None``: loopback, or ``--no-auth``).
+
+    The warning goes to stderr even with ``--quiet``: serving a network is worth a line.
+    """
+    import secrets
+
+    from tensorsight.board.server import is_loopback
+
+    if is_loopback(host):
+        return None
+    if no_auth:
+        print(
+            f"warning: --host {host} --no-auth: anyone who can reach this machine can read "
+            "the logdir through the board.",
+            file=sys.stderr,
+        )
+        return None
+    print(
+        f"warning: --host {host} serves the board to the network; it answers only requests "
+        "carrying the token in the URL below (--no-auth turns that off).",
+        file=sys.stderr,
+    )
+    return secrets.token_urlsafe(24)
 
 
 def _listen_port(host: str, port: int) -> int:

@@ -15,7 +15,14 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-__all__ = ["InvalidArgument", "NotFound", "PublicError", "error_response", "handle_error"]
+__all__ = [
+    "DeadlineExceeded",
+    "InvalidArgument",
+    "NotFound",
+    "PublicError",
+    "error_response",
+    "handle_error",
+]
 
 log = logging.getLogger("tensorsight.board")
 
@@ -43,6 +50,13 @@ class NotFound(PublicError):
 
     http_status = 404
     code = "not_found"
+
+
+class DeadlineExceeded(PublicError):
+    """A request's work ran past the board's deadline (HTTP 503); the client may narrow it."""
+
+    http_status = 503
+    code = "deadline_exceeded"
 
 
 def error_response(status: int, code: str, message: str) -> Response:

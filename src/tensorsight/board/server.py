@@ -21,11 +21,27 @@ from tensorsight.board.app import LOOPBACK_HOSTS, create_app, host_name, require
 if TYPE_CHECKING:
     from tensorsight.data import DataProvider
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Reloader", "allowed_hosts_for", "serve"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "Reloader",
+    "allowed_hosts_for",
+    "is_loopback",
+    "serve",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6006
 log = logging.getLogger("tensorsight.board")
+
+
+def is_loopback(bind_host: str) -> bool:
+    """True when ``bind_host`` names a loopback interface (127.0.0.0/8, ``::1``, localhost)."""
+    name = host_name(bind_host)
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return name == "localhost" or name.endswith(".localhost")
 
 
 def allowed_hosts_for(bind_host: str, extra: Sequence[str] = ()) -> tuple[str, ...] | None:
@@ -35,13 +51,8 @@ def allowed_hosts_for(bind_host: str, extra: Sequence[str] = ()) -> tuple[str, .
     was an explicit choice to serve a network, so it answers any name unless ``extra`` lists
     the allowed ones.
     """
-    name = host_name(bind_host)
-    try:
-        loopback = ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        loopback = name == "localhost" or name.endswith(".localhost")
-    if loopback:
-        return (*LOOPBACK_HOSTS, name, *extra)
+    if is_loopback(bind_host):
+        return (*LOOPBACK_HOSTS, host_name(bind_host), *extra)
     return tuple(extra) or None
 
 
@@ -83,6 +94,7 @@ def serve(
     views: Iterable[str] | None = None,
     log_level: str = "warning",
     allowed_hosts: Sequence[str] = (),
+    token: str | None = None,
 ) -> None:
     """Serve the board until interrupted (blocks).
 
@@ -94,6 +106,8 @@ def serve(
         views: View names in tab order (``None``: all).
         log_level: uvicorn's log level.
         allowed_hosts: Extra ``Host`` names to answer (see :func:`allowed_hosts_for`).
+        token: Require this token on every request (``tensorsight board`` makes one for a
+            non-loopback ``host`` unless ``--no-auth``).
 
     Raises:
         InputFileError: The front end is not built (see
@@ -102,7 +116,9 @@ def serve(
     uvicorn = lazy_import("uvicorn", extra="board", needed_by="tensorsight board")
     require_front_end()
     bind = DEFAULT_HOST if host is None else host
-    app = create_app(provider, views, allowed_hosts=allowed_hosts_for(bind, allowed_hosts))
+    app = create_app(
+        provider, views, allowed_hosts=allowed_hosts_for(bind, allowed_hosts), token=token
+    )
     reloader = Reloader(provider, 5.0 if reload_interval_secs is None else reload_interval_secs)
     reloader.start()
     try:

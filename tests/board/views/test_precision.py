@@ -38,7 +38,7 @@ def test_filter_by_regex_and_reduced_only():
     assert [r["op"] for r in t["rows"]] == ["aten::addmm", "MatMul"]
     t = table_impl(graph_provider(), "train", "graph", query="^float16$", reduced_only=True)
     assert t["matched"] == 1
-    with pytest.raises(InvalidArgument, match="not a valid regular expression"):
+    with pytest.raises(InvalidArgument, match="not a valid RE2 regular expression"):
         table_impl(graph_provider(), "train", "graph", query="(")
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from tensorsight.board.errors import InvalidArgument, NotFound
+from tensorsight.board.errors import DeadlineExceeded, InvalidArgument, NotFound
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -17,16 +18,49 @@ if TYPE_CHECKING:
     from tensorsight.data import DataProvider
 
 __all__ = [
+    "WORK_DEADLINE_SECS",
     "View",
     "ViewInfo",
     "float_param",
     "int_param",
     "lookup",
+    "offload",
     "read_records",
     "record_at_step",
     "require_param",
     "tags_by_kind",
 ]
+
+
+# How long one request's work may run before the client gets a 503 (``create_app`` sets it
+# per application in ``app.state.work_deadline_secs``).
+WORK_DEADLINE_SECS = 30.0
+
+T = TypeVar("T")
+
+
+async def offload(request: Request, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` in a worker thread, so the event loop keeps serving.
+
+    Every handler whose work grows with the data (table building, filtering, slicing,
+    encoding) calls it through here: while one request works, ``/api/runs`` and every other
+    route still answer. Past the application's deadline the client gets a 503
+    ``deadline_exceeded``; the thread is abandoned and finishes on its own (the work is
+    bounded; nothing waits for it).
+    """
+    import anyio
+    import anyio.to_thread
+
+    state = getattr(request, "app", None)
+    deadline = getattr(getattr(state, "state", None), "work_deadline_secs", WORK_DEADLINE_SECS)
+    call = functools.partial(func, *args, **kwargs)
+    with anyio.move_on_after(deadline):
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    msg = (
+        f"The request ran past the board's {deadline:g} s deadline; narrow it "
+        "(a shorter range, a simpler filter) and try again."
+    )
+    raise DeadlineExceeded(msg)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, require_param, tags_by_kind
+from tensorsight.board.views.base import View, offload, require_param, tags_by_kind
 from tensorsight.board.views.graphs import json_value
 
 if TYPE_CHECKING:
@@ -70,4 +70,4 @@ class DataGraphsView(View):
         from starlette.responses import JSONResponse
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(graph_impl(self.provider, run, tag))
+        return JSONResponse(await offload(request, graph_impl, self.provider, run, tag))

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, require_param, tags_by_kind
+from tensorsight.board.views.base import View, offload, require_param, tags_by_kind
 from tensorsight.data.readable import auxiliary_nodes
 
 if TYPE_CHECKING:
@@ -162,11 +162,11 @@ class GraphsView(View):
         from starlette.responses import JSONResponse
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(graph_impl(self.provider, run, tag))
+        return JSONResponse(await offload(request, graph_impl, self.provider, run, tag))
 
     async def _node(self, request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
         name = require_param(request, "name")
-        return JSONResponse(node_impl(self.provider, run, tag, name))
+        return JSONResponse(await offload(request, node_impl, self.provider, run, tag, name))

@@ -11,7 +11,14 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.board.views.base import View, int_param, lookup, require_param, tags_by_kind
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    lookup,
+    offload,
+    require_param,
+    tags_by_kind,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -84,7 +91,9 @@ class HistogramsView(View):
     async def _series(self, request: Request) -> Response:
         from starlette.responses import JSONResponse
 
-        body = series_impl(
+        body = await offload(
+            request,
+            series_impl,
             self.provider,
             require_param(request, "run"),
             require_param(request, "tag"),

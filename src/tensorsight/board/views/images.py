@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, int_param, lookup, require_param, tags_by_kind
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    lookup,
+    offload,
+    require_param,
+    tags_by_kind,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -85,11 +92,13 @@ class ImagesView(View):
         from starlette.responses import JSONResponse
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(list_impl(self.provider, run, tag))
+        return JSONResponse(await offload(request, list_impl, self.provider, run, tag))
 
     async def _image(self, request: Request) -> Response:
         from starlette.responses import Response
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        data, media = image_impl(self.provider, run, tag, int_param(request, "i", 0, 0, 10**9))
+        data, media = await offload(
+            request, image_impl, self.provider, run, tag, int_param(request, "i", 0, 0, 10**9)
+        )
         return Response(data, media_type=media, headers={"Cache-Control": "max-age=3600"})

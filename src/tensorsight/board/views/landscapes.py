@@ -17,6 +17,7 @@ import numpy as np
 from tensorsight.board.views.base import (
     View,
     int_param,
+    offload,
     read_records,
     record_at_step,
     require_param,
@@ -99,4 +100,6 @@ class LandscapesView(View):
         run, tag = require_param(request, "run"), require_param(request, "tag")
         raw = request.query_params.get("step")
         step = None if raw in (None, "") else int_param(request, "step", 0, -(2**62), 2**62)
-        return JSONResponse(landscape_impl(self.provider, run, tag, step=step))
+        return JSONResponse(
+            await offload(request, landscape_impl, self.provider, run, tag, step=step)
+        )

@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.board.errors import InvalidArgument
-from tensorsight.board.views.base import View, int_param, require_param, tags_by_kind
+from tensorsight.board.patterns import compile_filter
+from tensorsight.board.views.base import View, int_param, offload, require_param, tags_by_kind
 from tensorsight.board.views.graphs import load_graph, split_input
 
 if TYPE_CHECKING:
@@ -103,11 +103,7 @@ def _rows(provider: DataProvider, run: str, tag: str) -> list[dict[str, Any]]:
 
 def _filter(rows: list[dict[str, Any]], query: str, reduced_only: bool) -> list[dict[str, Any]]:
     if query:
-        try:
-            rx = re.compile(query, re.IGNORECASE)
-        except re.error as exc:
-            msg = f"Query parameter 'q': {query[:80]!r} is not a valid regular expression ({exc})."
-            raise InvalidArgument(msg) from None
+        rx = compile_filter(query, param="q")  # RE2: linear time, whatever the pattern
         rows = [
             r
             for r in rows
@@ -127,7 +123,7 @@ def table_impl(
     reduced_only: bool = False,
     limit: int = 5000,
 ) -> dict[str, Any]:
-    """The op table (filtered by a regex over name/op/dtype), at most ``limit`` rows."""
+    """The op table (filtered by an RE2 regex over name/op/dtype), at most ``limit`` rows."""
     rows = _rows(provider, run, tag)
     by_dtype = Counter(r["compute_dtype"] or "unknown" for r in rows)
     total_reduced = sum(1 for r in rows if r["reduced"])
@@ -208,7 +204,9 @@ class PrecisionView(View):
     async def _table(self, request: Request) -> Response:
         from starlette.responses import JSONResponse
 
-        body = table_impl(
+        body = await offload(
+            request,
+            table_impl,
             self.provider,
             require_param(request, "run"),
             require_param(request, "tag"),
@@ -222,7 +220,9 @@ class PrecisionView(View):
         from starlette.responses import Response
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        data = xlsx_impl(
+        data = await offload(
+            request,
+            xlsx_impl,
             self.provider,
             run,
             tag,

@@ -22,6 +22,7 @@ from tensorsight.board.views.base import (
     float_param,
     int_param,
     lookup,
+    offload,
     require_param,
     tags_by_kind,
 )
@@ -172,13 +173,17 @@ class ScalarsView(View):
         from starlette.responses import JSONResponse
 
         runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_impl(self.provider, runs)})
+        return JSONResponse({"tags": await offload(request, tags_impl, self.provider, runs)})
 
     async def _series(self, request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(series_impl(self.provider, run, tag, **self._series_args(request)))
+        return JSONResponse(
+            await offload(
+                request, series_impl, self.provider, run, tag, **self._series_args(request)
+            )
+        )
 
     def _series_args(self, request: Request) -> dict[str, Any]:
         x_axis = request.query_params.get("x", "step")
@@ -216,7 +221,9 @@ class ScalarsView(View):
             )
             raise InvalidArgument(msg)
         args = self._series_args(request)
-        return JSONResponse({"series": multi_impl(self.provider, runs, tag, **args)})
+        return JSONResponse(
+            {"series": await offload(request, multi_impl, self.provider, runs, tag, **args)}
+        )
 
     async def _download(self, request: Request) -> Response:
         from starlette.responses import Response
@@ -226,7 +233,7 @@ class ScalarsView(View):
         if fmt not in ("csv", "json"):
             msg = f"Query parameter 'format': expected 'csv' or 'json', got {fmt[:40]!r}."
             raise InvalidArgument(msg)
-        body, media = download_impl(self.provider, run, tag, fmt)
+        body, media = await offload(request, download_impl, self.provider, run, tag, fmt)
         filename = f"{_safe_filename(run, tag)}.{fmt}"
         headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
         return Response(body, media_type=media, headers=headers)

@@ -20,6 +20,7 @@ from tensorsight.board.errors import InvalidArgument
 from tensorsight.board.views.base import (
     View,
     int_param,
+    offload,
     read_records,
     record_at_step,
     require_param,
@@ -228,7 +229,7 @@ class TensorsView(View):
         from starlette.responses import JSONResponse
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(steps_impl(self.provider, run, tag))
+        return JSONResponse(await offload(request, steps_impl, self.provider, run, tag))
 
     async def _slice(self, request: Request) -> Response:
         from starlette.responses import JSONResponse
@@ -240,4 +241,6 @@ class TensorsView(View):
         if query is not None and len(query) > 1000:
             msg = "Query parameter 'q': longer than 1000 characters. Expected a short slice."
             raise InvalidArgument(msg)
-        return JSONResponse(slice_impl(self.provider, run, tag, step=step, query=query))
+        return JSONResponse(
+            await offload(request, slice_impl, self.provider, run, tag, step=step, query=query)
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.board.views.base import View, lookup, require_param, tags_by_kind
+from tensorsight.board.views.base import View, lookup, offload, require_param, tags_by_kind
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -57,4 +57,4 @@ class TextView(View):
         from starlette.responses import JSONResponse
 
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(series_impl(self.provider, run, tag))
+        return JSONResponse(await offload(request, series_impl, self.provider, run, tag))

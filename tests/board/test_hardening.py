@@ -1,0 +1,160 @@
+"""The board cannot be frozen by one request: hostile patterns, slow work, a live server.
+
+Each test runs the real application under uvicorn on 127.0.0.1 (the e2e ``board_server``)
+and talks to it over HTTP with httpx2, so a handler that blocked the event loop would show as
+``/api/runs`` not answering. The client timeouts are liveness bounds (a frozen board never
+answers), not timing measurements.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx2 as httpx
+import pytest
+
+from tensorsight.board.errors import InvalidArgument
+from tensorsight.board.patterns import MAX_PATTERN_CHARS, compile_filter
+from tensorsight.data import InMemoryProvider
+from tests.board.views.graphs_fixtures import graph_provider
+from tests.e2e.conftest import board_server
+
+# Python's re needs minutes for this against a 20-character name (nested stars backtrack).
+HOSTILE = "(.*.*)*Z"
+LIVENESS_S = 10.0
+
+
+def test_hostile_pattern_is_answered_and_the_board_keeps_serving():
+    with board_server(graph_provider()) as url, ThreadPoolExecutor(2) as pool:
+        hostile = pool.submit(
+            httpx.get,
+            f"{url}/api/views/precision/table",
+            params={"run": "train", "tag": "graph", "q": HOSTILE},
+            timeout=LIVENESS_S * 3,
+        )
+        runs = httpx.get(f"{url}/api/runs", timeout=LIVENESS_S)
+        assert runs.status_code == 200
+        assert [r["name"] for r in runs.json()["runs"]] == ["train"]
+        r = hostile.result()
+        assert r.status_code == 200, r.text
+        assert r.json()["matched"] == 0  # no name contains a Z
+        # the same engine still filters: case-insensitive, as before
+        r = httpx.get(
+            f"{url}/api/views/precision/table",
+            params={"run": "train", "tag": "graph", "q": "(ADDMM)+|matmul"},
+            timeout=LIVENESS_S,
+        )
+        assert [row["op"] for row in r.json()["rows"]] == ["aten::addmm", "MatMul"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [(r"(a)\1", "backreferences"), ("(?=a)b", "lookaround"), ("[", "RE2")],
+)
+def test_patterns_re2_cannot_run_are_one_line_400s(pattern, why):
+    with board_server(graph_provider()) as url:
+        r = httpx.get(
+            f"{url}/api/views/precision/table",
+            params={"run": "train", "tag": "graph", "q": pattern},
+            timeout=LIVENESS_S,
+        )
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["code"] == "invalid_argument"
+    assert "'q'" in err["message"]
+    assert why in err["message"]
+    assert "\n" not in err["message"]
+
+
+def test_overlong_pattern_is_refused_before_compiling():
+    with pytest.raises(InvalidArgument, match=f"at most {MAX_PATTERN_CHARS}"):
+        compile_filter("a" * (MAX_PATTERN_CHARS + 1))
+    assert compile_filter("É").search("xé")  # case folding beyond ASCII
+
+
+class _StuckGraphs(InMemoryProvider):
+    """A real in-memory provider whose graph read waits until released (a slow disk)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def read_graph(self, run: str, tag: str):  # type: ignore[override]
+        self.entered.set()
+        self.release.wait(60)
+        return super().read_graph(run, tag)
+
+
+def test_slow_work_runs_off_the_loop_and_past_the_deadline_is_a_503():
+    provider = _StuckGraphs()
+    provider.add_graph(graph_provider().read_graph("train", "graph"))
+    with board_server(provider, work_deadline_secs=1.0) as url, ThreadPoolExecutor(1) as pool:
+        try:
+            slow = pool.submit(
+                httpx.get,
+                f"{url}/api/views/graphs/graph",
+                params={"run": "train", "tag": "graph"},
+                timeout=LIVENESS_S * 3,
+            )
+            assert provider.entered.wait(LIVENESS_S)
+            # the graph read is stuck in a worker thread; the loop still answers
+            assert httpx.get(f"{url}/api/runs", timeout=LIVENESS_S).status_code == 200
+            r = slow.result()
+            assert r.status_code == 503
+            assert r.json()["error"]["code"] == "deadline_exceeded"
+        finally:
+            provider.release.set()
+        # once the disk answers again, so does the route
+        r = httpx.get(
+            f"{url}/api/views/graphs/graph",
+            params={"run": "train", "tag": "graph"},
+            timeout=LIVENESS_S,
+        )
+        assert r.status_code == 200
+
+
+# ---------------------------------------------------------------- cross-origin requests
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Site": "cross-site"},  # <img src=...> or fetch() on another site
+        {"Sec-Fetch-Site": "same-site"},  # another port of this machine
+        {"Origin": "http://evil.example"},  # a browser without Fetch Metadata
+        {"Origin": "null"},  # a sandboxed frame or a file:// page
+        {"Origin": "http://127.0.0.1:1"},  # same host, another port
+    ],
+)
+def test_api_requests_from_another_origin_get_a_403(client, headers):
+    r = client.get("/api/runs", headers=headers)
+    assert r.status_code == 403
+    assert r.json()["error"]["code"] == "cross_origin"
+    r = client.get(
+        "/api/views/images/image", params={"run": "train", "tag": "samples"}, headers=headers
+    )
+    assert r.status_code == 403
+    assert r.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},  # curl, scripts, the CLI: no browser origin at all
+        {"Sec-Fetch-Site": "same-origin", "Origin": "http://testserver"},  # the front end
+        {"Sec-Fetch-Site": "none"},  # the user typed the URL
+    ],
+)
+def test_same_origin_and_non_browser_clients_are_served(client, headers):
+    r = client.get("/api/runs", headers=headers)
+    assert r.status_code == 200
+    assert {run["name"] for run in r.json()["runs"]} == {"train", "eval"}
+
+
+def test_a_link_from_another_site_still_opens_the_front_end(client):
+    # only the JSON API is guarded: following a link to the board must keep working
+    r = client.get("/", headers={"Sec-Fetch-Site": "cross-site"})
+    assert r.status_code in (200, 503)  # 503: front end not built in this checkout
+    assert r.headers["content-type"].startswith("text/html")
