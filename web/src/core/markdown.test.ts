@@ -1,3 +1,4 @@
+// @vitest-environment jsdom
 import { describe, expect, it } from "vitest";
 import { escapeHtml, renderMarkdown } from "./markdown";
 
@@ -24,6 +25,10 @@ describe("renderMarkdown", () => {
       "```\n</code><script>alert(1)</script>\n```",
       "<svg/onload=alert(1)>",
       "[x](data:text/html;base64,PHNjcmlwdD4=)",
+      "[a](\u0001javascript:alert(1))",
+      "[a](\u0000javascript:alert(1))",
+      "[a](java\tscript:alert(1))",
+      "[a](\u007fjavascript:alert(1))",
     ];
     for (const a of attacks) {
       const html = renderMarkdown(a);
@@ -34,6 +39,14 @@ describe("renderMarkdown", () => {
         expect(attrs).not.toMatch(/href="\s*(javascript|data|vbscript):/i);
       }
     }
+  });
+  it("is sanitized by DOMPurify in a DOM", async () => {
+    const DOMPurify = (await import("dompurify")).default;
+    expect(DOMPurify.isSupported).toBe(true);
+    // the sanitizer drops what the renderer would let through by mistake
+    const html = renderMarkdown("[a](\u0001javascript:alert(1))");
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    for (const a of Array.from(doc.querySelectorAll("a"))) expect(a.protocol).not.toBe("javascript:");
   });
   it("keeps safe links", () => {
     expect(renderMarkdown("[docs](https://example.com/a?b=1&c=2)")).toContain('href="https://example.com/a?b=1&amp;c=2"');

@@ -3,7 +3,24 @@
  * or script from the text can reach the DOM; only the constructs below produce markup.
  * Links keep http(s), mailto and relative URLs only. Supported: headings, paragraphs,
  * fenced and inline code, **bold**, *italic*, lists, tables (pipes), links, hard rules.
+ *
+ * The renderer's own output then goes through DOMPurify, a maintained sanitizer, with an
+ * allow-list of exactly these tags and attributes: a hole in the hand-written rules above
+ * (as `[a](\x01javascript:...)` was: browsers drop leading control characters from a URL)
+ * cannot reach the page.
  */
+
+import DOMPurify from "dompurify";
+
+const TAGS = ["p", "br", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "code", "pre", "ul", "ol", "li", "a", "hr", "table", "thead", "tbody", "tr", "th", "td"];
+const ATTRS = ["href", "rel", "target"];
+// DOMPurify's own URL rule, narrowed to http(s), mailto and relative URLs (no scheme)
+const URLS = /^(?:(?:https?|mailto):|[^a-z]|[a-z+.-]+(?:[^a-z+.\-:]|$))/i;
+
+function sanitize(html: string): string {
+  if (!DOMPurify.isSupported) return html; // no DOM (a worker or a test): escaped output only
+  return DOMPurify.sanitize(html, { ALLOWED_TAGS: TAGS, ALLOWED_ATTR: ATTRS, ALLOWED_URI_REGEXP: URLS });
+}
 
 export function escapeHtml(text: string): string {
   return text
@@ -16,6 +33,8 @@ export function escapeHtml(text: string): string {
 
 function safeUrl(escapedUrl: string): string | null {
   const raw = escapedUrl.replace(/&amp;/g, "&");
+  // control characters and spaces are stripped or ignored by browsers' URL parsers
+  if (/[\u0000-\u0020\u007f-\u009f]/.test(raw)) return null;
   if (/^(https?:|mailto:)/i.test(raw)) return escapedUrl;
   if (/^[a-z][a-z0-9+.-]*:/i.test(raw) || raw.startsWith("//")) return null;
   return escapedUrl;
@@ -103,5 +122,5 @@ export function renderMarkdown(source: string): string {
     }
     out.push(`<p>${para.join("<br>")}</p>`);
   }
-  return out.join("\n");
+  return sanitize(out.join("\n"));
 }
