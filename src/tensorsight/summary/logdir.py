@@ -65,6 +65,14 @@ SCHEMA_VERSION = 1
 _TF_SAVED_MODEL = frozenset({"saved_model.pb", "fingerprint.pb", "keras_metadata.pb"})
 
 
+def _unreadable(path: str, exc: BaseException) -> str:
+    """The problem sentence for a file whose reading failed in an unforeseen way."""
+    return (
+        f"File {path!r}: could not be read ({type(exc).__name__}: {exc}); skipped, the rest "
+        "of the logdir was read."
+    )
+
+
 def file_format(name: str) -> str | None:
     """Which reader handles a file name: ``"tensorboard"``, ``"ms_summary"``,
     ``"ms_lineage"``, ``"ms_graph"`` (any ``*.pb`` but a TensorFlow SavedModel's
@@ -275,6 +283,8 @@ class Logdir:
                     totals.append(reader.read(sink=sink))
                 except InputFileError as exc:
                     totals.append(Batch(problems=[str(exc)]))
+                except Exception as exc:  # one damaged file never stops the rest
+                    totals.append(Batch(problems=[_unreadable(reader.path, exc)]))
                 if progress is not None:
                     with lock:
                         done += 1

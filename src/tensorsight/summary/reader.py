@@ -9,8 +9,9 @@ each :meth:`~EventFileReader.read` picks up what was appended since (tail mode).
 * A corrupt record in the middle is skipped: the reader searches forward for the next
   position holding a valid record, and reports the skipped byte range as a *problem*
   (a sentence naming the file and offsets) instead of raising.
-* A payload that is not a valid message, or a value whose data does not match its
-  declared layout, is skipped with a problem too.
+* A payload that is not a valid message, a value whose data does not match its declared
+  layout, or one whose sizes are over a limit of ``_limits.py``, is skipped with a problem
+  too; no exception of any type (``MemoryError`` included) leaves a record's decoding.
 
 Scalar events are decoded by the C scanner when it is available (see ``_scan.py``); all
 other events go through protobuf and ``_tbdecode``. :class:`MindSporeFileReader` (in
@@ -24,10 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf.message import DecodeError
-
 from tensorsight.errors import SchemaVersionError
 from tensorsight.summary import _fs
+from tensorsight.summary._limits import SizeLimitError
 from tensorsight.summary._proto import tb
 from tensorsight.summary._record import masked_crc32c
 from tensorsight.summary._scan import Points, Scanner
@@ -188,8 +188,8 @@ class EventFileReader:
             payload = buf[off : off + length]
             try:
                 batch.items.extend(self.decode(payload, seq))
-            except (DecodeError, ValueError, KeyError, IndexError, TypeError) as exc:
-                if isinstance(exc, SchemaVersionError):
+            except Exception as exc:  # any failure of one record is a problem
+                if isinstance(exc, SchemaVersionError | SizeLimitError):
                     reason = str(exc)
                 else:
                     reason = f"{type(exc).__name__}: {exc}"

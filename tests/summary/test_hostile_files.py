@@ -1,0 +1,168 @@
+"""Hostile and damaged files: sizes are checked before allocating, each file is isolated.
+
+Records are built with TensorBoard's own protobuf classes (``tensorboard.compat.proto``), so
+they are what a real (or malicious) writer could put on disk; the mutation tests start from
+files written by the real ``onnx`` package and by MindSpore.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+
+from tensorsight.summary import read_logdir
+from tensorsight.summary._record import encode_record
+from tensorsight.summary.reader import EventFileReader
+from tests.summary._events import frame, scalar_event
+
+SCANNERS = [pytest.param(None, id="c"), pytest.param(False, id="python")]
+MS_DATA = Path("/work/shared/data/mindspore")
+
+
+def _filled_tensor_record(dims: list[int], *, dtype: int = 1, step: int = 1) -> bytes:
+    """One event record: a tensor of shape ``dims`` holding one value (the "fill" rule)."""
+    shape = tensor_shape_pb2.TensorShapeProto(
+        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=d) for d in dims]
+    )
+    if dtype == 7:
+        tensor = tensor_pb2.TensorProto(dtype=7, tensor_shape=shape, string_val=[b"x"])
+    else:
+        tensor = tensor_pb2.TensorProto(dtype=dtype, tensor_shape=shape, float_val=[1.5])
+    value = summary_pb2.Summary.Value(tag="t", tensor=tensor)
+    event = event_pb2.Event(step=step, wall_time=1.0, summary=summary_pb2.Summary(value=[value]))
+    return encode_record(event.SerializeToString())
+
+
+def _event_file(tmp_path: Path, middle: bytes) -> tuple[Path, int]:
+    before = frame([scalar_event("a", 1.0, 0)])
+    path = tmp_path / "run" / "events.out.tfevents.1.h"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(before + middle + frame([scalar_event("a", 2.0, 2)]))
+    return path, len(before)
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+@pytest.mark.parametrize(
+    ("dims", "dtype"),
+    [([2**34], 1), ([2**29], 1), ([2**28], 7), ([2**32, 2**32], 1), ([2**62, 4], 2)],
+    ids=["f32-2^34", "f32-2^29", "string-2^28", "overflowing-product", "f64-2^64"],
+)
+def test_a_filled_tensor_over_the_limit_is_skipped_with_a_problem(tmp_path, use_c, dims, dtype):
+    record = _filled_tensor_record(dims, dtype=dtype)
+    assert len(record) < 80  # a few dozen bytes on disk
+    path, offset = _event_file(tmp_path, record)
+    batch = EventFileReader(str(path), use_c=use_c).read()
+    assert len(batch.problems) == 1
+    problem = batch.problems[0]
+    assert str(path) in problem
+    assert f"offset {offset}" in problem
+    assert "TENSORSIGHT_MAX_TENSOR_MIB" in problem or "dimension" in problem or "values" in problem
+    assert not [it for it in batch.items if it.kind == "tensors"]
+    # the records around it are read
+    steps = sorted(int(s) for p in batch.points for s in p.step)
+    steps += [it.step for it in batch.items if it.kind == "scalars"]
+    assert sorted(steps) == [0, 2]
+
+
+def test_the_fill_limit_names_file_offset_and_limit_and_can_be_set(tmp_path, monkeypatch):
+    path, offset = _event_file(tmp_path, _filled_tensor_record([2**26 + 1]))  # > 256 MiB
+    [problem] = EventFileReader(str(path)).read().problems
+    assert f"offset {offset}" in problem
+    assert "256 MiB" in problem
+    assert "TENSORSIGHT_MAX_TENSOR_MIB" in problem
+    monkeypatch.setenv("TENSORSIGHT_MAX_TENSOR_MIB", "1")
+    at_limit, _ = _event_file(tmp_path / "b", _filled_tensor_record([2**18]))  # 1 MiB
+    batch = EventFileReader(str(at_limit)).read()
+    assert batch.problems == []
+    [item] = [it for it in batch.items if it.kind == "tensors"]
+    assert item.payload.data.shape == (2**18,)
+    over, _ = _event_file(tmp_path / "c", _filled_tensor_record([2**18 + 1]))
+    [problem] = EventFileReader(str(over)).read().problems
+    assert "1 MiB" in problem
+
+
+def test_a_small_filled_tensor_is_still_filled(tmp_path):
+    path, _ = _event_file(tmp_path, _filled_tensor_record([3, 2]))
+    batch = EventFileReader(str(path)).read()
+    assert batch.problems == []
+    [item] = [it for it in batch.items if it.kind == "tensors"]
+    np.testing.assert_array_equal(item.payload.data, np.full((3, 2), 1.5, np.float32))
+
+
+def test_read_logdir_goes_on_past_a_hostile_tensor(tmp_path):
+    _event_file(tmp_path, _filled_tensor_record([2**34]))
+    with pytest.warns(UserWarning, match="TENSORSIGHT_MAX_TENSOR_MIB"):
+        log = read_logdir(tmp_path)
+    assert log.scalars("run", "a").steps.tolist() == [0, 2]
+
+
+# ------------------------------------------------------------------ file isolation
+def _flip(data: bytes, rng: random.Random, flips: int) -> bytes:
+    out = bytearray(data)
+    for _ in range(flips):
+        i = rng.randrange(len(out))
+        out[i] ^= 1 << rng.randrange(8)
+    return bytes(out)
+
+
+def _onnx_model_bytes() -> bytes:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["m"], name="/blk/Mul"),
+        helper.make_node("Relu", ["m"], ["r"], name="/blk/Relu"),
+        helper.make_node("Add", ["r", "x"], ["s"], name="/Add"),
+        helper.make_node("Softmax", ["s"], ["y"], name="/Softmax", axis=1),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [y], [w])
+    model = helper.make_model(graph, producer_name="test")
+    onnx.checker.check_model(model)
+    return bytes(model.SerializeToString())
+
+
+def _read_mutants(tmp_path: Path, name: str, data: bytes, seed: int, count: int) -> int:
+    """Read ``count`` seeded mutants of ``data`` next to a healthy event file; returns how
+    many gave a problem. Nothing may raise, and the healthy run is always read."""
+    rng = random.Random(seed)
+    with_problems = 0
+    for i in range(count):
+        folder = tmp_path / f"m{i}"
+        _event_file(folder, b"")
+        (folder / "run" / name).write_bytes(_flip(data, rng, rng.choice([1, 2, 2, 3, 8])))
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            log = read_logdir(folder, workers=1)
+        assert log.scalars("run", "a").steps.tolist() == [0, 2]
+        with_problems += bool(log.problems)
+        shutil.rmtree(folder)
+    return with_problems
+
+
+def test_flipped_bytes_in_an_onnx_file_never_stop_the_logdir(tmp_path):
+    data = _onnx_model_bytes()
+    log = read_logdir(_event_file(tmp_path / "healthy", b"")[0].parent.parent)
+    assert log.problems == []
+    (tmp_path / "healthy" / "run" / "model.onnx").write_bytes(data)
+    log.reload()
+    assert log.problems == []
+    assert len(log.graph("run", "model.onnx").nodes) >= 3
+    assert _read_mutants(tmp_path, "model.onnx", data, seed=20, count=120) > 0
+
+
+@pytest.mark.skipif(not MS_DATA.is_dir(), reason="MindSpore sample files not present")
+@pytest.mark.parametrize(
+    "name", ["events.out.events.summary.1795966609.0.vm_MS", "ms_output_optimize.pb"]
+)
+def test_flipped_bytes_in_mindspore_files_never_stop_the_logdir(tmp_path, name):
+    data = (MS_DATA / name).read_bytes()
+    assert _read_mutants(tmp_path, name, data, seed=7, count=60) >= 0
