@@ -166,3 +166,112 @@ def test_flipped_bytes_in_an_onnx_file_never_stop_the_logdir(tmp_path):
 def test_flipped_bytes_in_mindspore_files_never_stop_the_logdir(tmp_path, name):
     data = (MS_DATA / name).read_bytes()
     assert _read_mutants(tmp_path, name, data, seed=7, count=60) >= 0
+
+
+# ------------------------------------------------------------------ lengths that are no tail
+def _header(length: int) -> bytes:
+    from tensorsight.summary._record import masked_crc32c
+
+    raw = length.to_bytes(8, "little")
+    return raw + masked_crc32c(raw).to_bytes(4, "little")
+
+
+def _records(start: int, stop: int) -> bytes:
+    return frame([scalar_event("a", float(i), i) for i in range(start, stop)])
+
+
+def _steps(batch) -> list[int]:
+    steps = [int(s) for p in batch.points for s in p.step]
+    steps += [it.step for it in batch.items if it.kind == "scalars"]
+    return sorted(steps)
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+@pytest.mark.parametrize("length", [2**60, 2**40, 10_000_000], ids=["2^60", "2^40", "10MB"])
+def test_a_huge_length_mid_file_is_corruption_not_a_tail(tmp_path, use_c, length):
+    head = _records(0, 50)
+    path = tmp_path / "events.out.tfevents.1.h"
+    path.write_bytes(head + _header(length) + b"\x00" * 20 + _records(50, 100))
+    reader = EventFileReader(str(path), use_c=use_c)
+    batch = reader.read()
+    assert _steps(batch) == list(range(100))
+    [problem] = batch.problems
+    assert str(path) in problem
+    assert f"offset {len(head)}" in problem
+    if length > 2**31:
+        assert "TENSORSIGHT_MAX_RECORD_MIB" in problem
+    assert reader.pending_bytes == 0
+    assert reader.read().problems == []  # reported once
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+def test_a_plausible_length_is_corruption_once_valid_records_follow(tmp_path, use_c):
+    """A 10 MB header in a small file may be a record being written, until records follow."""
+    head = _records(0, 5)
+    path = tmp_path / "events.out.tfevents.1.h"
+    path.write_bytes(head + _header(10_000_000) + b"\x01" * 30)
+    reader = EventFileReader(str(path), use_c=use_c)
+    batch = reader.read()
+    assert _steps(batch) == list(range(5))
+    assert batch.problems == []  # a tail, for now
+    assert reader.pending_bytes == 42
+    with path.open("ab") as f:  # the writer goes on: whole records after the "tail"
+        f.write(_records(5, 9))
+    batch = reader.read()
+    assert _steps(batch) == [5, 6, 7, 8]
+    [problem] = batch.problems
+    assert f"offset {len(head)}" in problem
+    assert "skipped 42 bytes" in problem
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+def test_a_record_written_in_pieces_is_never_taken_for_corruption(tmp_path, use_c):
+    data = _records(0, 3) + frame([scalar_event("big", 1.0, 3)]) + _records(4, 6)
+    path = tmp_path / "events.out.tfevents.1.h"
+    reader = EventFileReader(str(path), use_c=use_c)
+    got: list[int] = []
+    for cut in range(0, len(data) + 1, 7):
+        path.write_bytes(data[:cut])
+        batch = reader.read()
+        assert batch.problems == []
+        got += _steps(batch)
+    path.write_bytes(data)
+    got += _steps(reader.read())
+    assert got == list(range(6))
+
+
+def test_a_stuck_tail_does_not_keep_a_finished_run_active(tmp_path):
+    import os
+
+    path = tmp_path / "run" / "events.out.tfevents.1.h"
+    path.parent.mkdir()
+    path.write_bytes(_records(0, 3) + _header(10_000_000) + b"\x00" * 8)
+    os.utime(path, (1_000_000.0, 1_000_000.0))  # last written long ago
+    log = read_logdir(tmp_path)
+    assert log.run_info("run").is_active is False
+
+
+def test_the_vectorised_header_search_agrees_with_the_c_one():
+    from tensorsight.summary import _scan
+
+    if not _scan.accelerated():
+        pytest.skip("no C compiler here")
+    rng = np.random.default_rng(20)
+    garbage = bytearray(rng.integers(0, 256, 3 << 20, dtype=np.uint8).tobytes())
+    planted = sorted(int(p) for p in rng.choice(len(garbage) - 40, 25, replace=False))
+    for p in planted:
+        garbage[p : p + 12] = _header(int(rng.integers(0, 1000)))
+    garbage[planted[3] : planted[3] + 12] = _header(2**50)  # over the limit: not a header
+    buf = bytes(garbage)
+    c = _scan.Scanner(use_c=None)
+    hits_c, hits_py, q = [], [], 0
+    while (q := c.find_header(buf, q)) >= 0:
+        hits_c.append(q)
+        q += 1
+    q = 0
+    while (q := _scan.find_header(buf, q)) >= 0:
+        hits_py.append(q)
+        q += 1
+    assert hits_py == hits_c
+    assert set(planted) - {planted[3]} <= set(hits_c)
+    assert planted[3] not in hits_c

@@ -105,8 +105,8 @@ class RunInfo:
     """What the board's run list shows about one run.
 
     ``is_active`` is true when a file of the run grew during the last reload (after having
-    been read before), holds a partly written record, or was modified less than
-    ``active_secs`` ago.
+    been read before) or was modified less than ``active_secs`` ago: wall time, never a
+    partly written record alone (a stuck or corrupt tail does not keep a run active).
     """
 
     name: str
@@ -322,13 +322,12 @@ class Logdir:
         """First/last wall time, whether the run is still being written, and its files."""
         store = self._run(run)
         last_modified = max((r.mtime for r in store.readers.values()), default=0.0)
-        pending = any(r.pending_bytes for r in store.readers.values())
         recent = time.time() - last_modified < self.active_secs
         return RunInfo(
             run,
             store.first_wall_time,
             store.last_wall_time,
-            bool(run in self._grew or pending or recent),
+            bool(run in self._grew or recent),
             tuple(store.readers),
             last_modified,
         )
