@@ -275,3 +275,45 @@ def test_the_vectorised_header_search_agrees_with_the_c_one():
     assert hits_py == hits_c
     assert set(planted) - {planted[3]} <= set(hits_c)
     assert planted[3] not in hits_c
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+def test_flipped_bytes_in_an_event_file_lose_only_the_records_they_hit(tmp_path, use_c):
+    """Seeded mutants of a real tensorboardX file: nothing raises, every record no flip
+    touched is read, and each damaged range is a problem naming the file."""
+    from tensorboardX import SummaryWriter as TbxWriter
+
+    with TbxWriter(str(tmp_path / "src")) as w:
+        for step in range(40):
+            w.add_scalar("a", float(step), step)
+            if step % 10 == 0:
+                w.add_histogram("h", np.arange(50.0) + step, step)
+                w.add_text("t", f"note {step}", step)
+    [src] = (tmp_path / "src").glob("events.out.tfevents.*")
+    data = src.read_bytes()
+    spans, pos, steps = [], 0, []  # (start, end, step of a scalar record or None)
+    from tensorsight.summary.reader import iter_events
+
+    for event in iter_events(str(src)):
+        length = len(event.SerializeToString())
+        is_scalar = event.HasField("summary") and event.summary.value[0].tag == "a"
+        spans.append((pos, pos + 16 + length, event.step if is_scalar else None))
+        pos += 16 + length
+    assert pos == len(data)
+    steps = [s for _, _, s in spans if s is not None]
+    assert steps == list(range(40))
+    rng = random.Random(1024)
+    for i in range(64):
+        hits = sorted({rng.randrange(len(data)) for _ in range(rng.choice([1, 2, 3, 5]))})
+        mutant = bytearray(data)
+        for h in hits:
+            mutant[h] ^= 1 << rng.randrange(8)
+        path = tmp_path / f"m{i}" / src.name
+        path.parent.mkdir()
+        path.write_bytes(bytes(mutant))
+        batch = EventFileReader(str(path), use_c=use_c).read()
+        intact = {s for a, b, s in spans if s is not None and not any(a <= h < b for h in hits)}
+        got = set(_steps(batch))
+        assert intact <= got, (hits, sorted(intact - got))
+        assert got <= set(steps)
+        assert all(str(path) in p for p in batch.problems)
