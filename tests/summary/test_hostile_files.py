@@ -247,7 +247,8 @@ def test_a_stuck_tail_does_not_keep_a_finished_run_active(tmp_path):
     path.parent.mkdir()
     path.write_bytes(_records(0, 3) + _header(10_000_000) + b"\x00" * 8)
     os.utime(path, (1_000_000.0, 1_000_000.0))  # last written long ago
-    log = read_logdir(tmp_path)
+    with pytest.warns(UserWarning, match="ends with an incomplete record"):
+        log = read_logdir(tmp_path)
     assert log.run_info("run").is_active is False
 
 
@@ -317,3 +318,23 @@ def test_flipped_bytes_in_an_event_file_lose_only_the_records_they_hit(tmp_path,
         assert intact <= got, (hits, sorted(intact - got))
         assert got <= set(steps)
         assert all(str(path) in p for p in batch.problems)
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+def test_an_incomplete_record_in_a_file_that_stopped_growing_is_reported_once(tmp_path, use_c):
+    import os
+
+    data = _records(0, 4)
+    path = tmp_path / "events.out.tfevents.1.h"
+    path.write_bytes(data[:-5])
+    reader = EventFileReader(str(path), use_c=use_c)
+    assert reader.read().problems == []  # just written: a tail being written
+    os.utime(path, (1_000_000.0, 1_000_000.0))
+    [problem] = reader.read().problems
+    cut_at = len(_records(0, 3))
+    assert f"incomplete record at byte offset {cut_at}" in problem
+    assert reader.read().problems == []  # once
+    path.write_bytes(data)  # it completes after all
+    batch = reader.read()
+    assert _steps(batch) == [3]
+    assert batch.problems == []

@@ -23,6 +23,7 @@ other events go through protobuf and ``_tbdecode``. :class:`MindSporeFileReader`
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,7 @@ from tensorsight.summary._tbdecode import Item, decode_event
 __all__ = ["Batch", "CorruptRecordWarning", "EventFileReader", "iter_events"]
 
 CHUNK_BYTES = 16 << 20
+STALE_TAIL_SECS = 120.0  # an incomplete last record this old is reported once
 _HEADER = struct.Struct("<QI")
 
 
@@ -101,6 +103,7 @@ class EventFileReader:
         self.mtime = 0.0
         self.pending_bytes = 0
         self._probe_from = 0
+        self._stale_tail_at = -1
         self.records = 0
         self.seen_tags: set[tuple[str, str]] = set()
         self._scanner = Scanner(fast_scalars=self._fast_scalars(), use_c=use_c)
@@ -140,6 +143,15 @@ class EventFileReader:
             if self.offset >= info.size or not self._skip_stuck_header(info.size, total):
                 break
         self.pending_bytes = info.size - self.offset
+        stale = time.time() - info.mtime > STALE_TAIL_SECS  # the file is no longer growing
+        if self.pending_bytes and stale and self._stale_tail_at != self.offset:
+            self._stale_tail_at = self.offset
+            total.problems.append(
+                f"Event file {self.path!r}: ends with an incomplete record at byte offset "
+                f"{self.offset} ({self.pending_bytes} bytes) and has not grown for "
+                f"{STALE_TAIL_SECS:.0f} s; the writer stopped mid-record (it is read if "
+                "the file grows)."
+            )
         total.tag_names = self._scanner.tag_names
         return total
 
