@@ -338,3 +338,20 @@ def test_an_incomplete_record_in_a_file_that_stopped_growing_is_reported_once(tm
     batch = reader.read()
     assert _steps(batch) == [3]
     assert batch.problems == []
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+def test_two_stuck_headers_in_a_row_are_both_skipped(tmp_path, use_c):
+    head = _records(0, 3)
+    second = len(head) + 12 + 7
+    path = tmp_path / "events.out.tfevents.1.h"
+    path.write_bytes(head + _header(5_000_000) + b"\x02" * 7 + _header(9_000_000) + b"\x03" * 9)
+    reader = EventFileReader(str(path), use_c=use_c)
+    assert reader.read().problems == []
+    with path.open("ab") as f:
+        f.write(_records(3, 6))
+    batch = reader.read()
+    assert _steps(batch) == [3, 4, 5]
+    [problem] = batch.problems
+    assert f"offset {len(head)}" in problem
+    assert f"skipped {second + 21 - len(head)} bytes" in problem

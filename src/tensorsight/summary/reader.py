@@ -196,6 +196,7 @@ class EventFileReader:
         growing file stays linear.
         """
         pos = max(self.offset + 1, self._probe_from)
+        undecided = -1  # the first header that may still complete: searched again next time
         while pos < size:
             buf = _fs.read_range(self.path, pos, min(self.chunk_bytes, size - pos))
             if len(buf) < 12:
@@ -216,14 +217,13 @@ class EventFileReader:
                     )
                     self.offset = self._probe_from = where
                     return True
-                if state == 2:  # could still complete: look here again next time
-                    self._probe_from = pos + q
-                    return False
+                if state == 2 and undecided < 0:
+                    undecided = pos + q
                 q += 1
             if pos + len(buf) >= size:
                 break
             pos += len(buf) - 11  # a header may straddle the two reads
-        self._probe_from = max(self.offset + 1, size - 11)
+        self._probe_from = undecided if undecided >= 0 else max(self.offset + 1, size - 11)
         return False
 
     def _valid_record_at(self, buf: bytes, q: int, where: int, size: int) -> int:
