@@ -355,3 +355,19 @@ def test_two_stuck_headers_in_a_row_are_both_skipped(tmp_path, use_c):
     [problem] = batch.problems
     assert f"offset {len(head)}" in problem
     assert f"skipped {second + 21 - len(head)} bytes" in problem
+
+
+@pytest.mark.parametrize("use_c", SCANNERS)
+@pytest.mark.parametrize("tail", [True, False], ids=["records-after", "garbage-to-the-end"])
+def test_garbage_over_many_read_chunks_is_one_problem(tmp_path, use_c, tail):
+    head = _records(0, 3)
+    garbage = np.random.default_rng(5).integers(0, 256, 50_000, dtype=np.uint8).tobytes()
+    after = _records(3, 6) if tail else b""
+    path = tmp_path / "events.out.tfevents.1.h"
+    path.write_bytes(head + garbage + after)
+    batch = EventFileReader(str(path), use_c=use_c, chunk_bytes=4096).read()
+    assert _steps(batch) == list(range(6 if tail else 3))
+    [problem] = batch.problems
+    assert f"offset {len(head)}" in problem
+    skipped = len(garbage) if tail else len(garbage) - 11  # the last 11 bytes may be a tail
+    assert f"skipped {skipped} bytes" in problem

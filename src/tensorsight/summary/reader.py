@@ -104,6 +104,7 @@ class EventFileReader:
         self.pending_bytes = 0
         self._probe_from = 0
         self._stale_tail_at = -1
+        self._open_bad: tuple[int, str] | None = None
         self.records = 0
         self.seen_tags: set[tuple[str, str]] = set()
         self._scanner = Scanner(fast_scalars=self._fast_scalars(), use_c=use_c)
@@ -164,7 +165,7 @@ class EventFileReader:
             if not buf:
                 break
             chunk = Batch()
-            consumed = self._scan_buffer(buf, chunk)
+            consumed = self._scan_buffer(buf, chunk, more=self.offset + len(buf) < info_size)
             if consumed == 0:
                 need = self._whole_record_size(buf)
                 if need is not None and len(buf) < need and self.offset + need <= info_size:
@@ -185,6 +186,10 @@ class EventFileReader:
                 total.problems.extend(chunk.problems)
             if consumed == 0 or len(buf) < want:
                 break  # a truncated last record waits for the writer
+        if self._open_bad is not None:
+            first, why = self._open_bad
+            self._open_bad = None
+            total.problems.append(self._bad_problem(first, self.offset, why))
 
     def _skip_stuck_header(self, size: int, total: Batch) -> bool:
         """Whether the incomplete record at ``offset`` was corruption, now skipped.
@@ -249,18 +254,35 @@ class EventFileReader:
             return None
         return int(length) + 16
 
-    def _scan_buffer(self, buf: bytes, batch: Batch) -> int:
+    def _bad_problem(self, start: int, end: int, why: str) -> str:
+        return (
+            f"Event file {self.path!r}: corrupt record at byte offset {start} ({why}); "
+            f"skipped {end - start} bytes, resumed at offset {end}."
+        )
+
+    def _scan_buffer(self, buf: bytes, batch: Batch, *, more: bool = False) -> int:
         out = self._scanner.scan(buf, seq0=self.records, check_data_crc=self.check_data_crc)
         self.records += out.records
         batch.records += out.records
         batch.points.extend(out.points)
-        for start, end in out.bad:
-            where = self.offset + start
-            batch.problems.append(
-                f"Event file {self.path!r}: corrupt record at byte offset {where} "
-                f"({_why_bad(buf, start)}); skipped {end - start} bytes, resumed at offset "
-                f"{self.offset + end}."
-            )
+        bad = [(self.offset + a, self.offset + b, _why_bad(buf, a)) for a, b in out.bad]
+        if self._open_bad is not None:  # a range that ran to the end of the last chunk
+            first, why = self._open_bad
+            self._open_bad = None
+            if bad and bad[0][0] == self.offset:
+                bad[0] = (first, bad[0][1], why)
+            else:
+                bad.insert(0, (first, self.offset, why))
+        if (
+            bad
+            and more
+            and out.consumed >= len(buf) - 11
+            and bad[-1][1] == self.offset + out.consumed
+        ):
+            first, _, why = bad.pop()  # it may go on in the next chunk: one problem for all
+            self._open_bad = (first, why)
+        for first, end, why in bad:
+            batch.problems.append(self._bad_problem(first, end, why))
         for off, length, seq in out.others:
             payload = buf[off : off + length]
             try:
