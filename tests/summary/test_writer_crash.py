@@ -124,3 +124,43 @@ except InputFileError as exc:
     assert "error: Event file '" in out.stdout
     assert "writing failed" in out.stdout
     assert str(tmp_path) in out.stdout
+
+
+_IDLE_CHILD = """
+import sys, time
+from tensorsight import SummaryWriter
+w = SummaryWriter(sys.argv[1])  # the defaults: max_queue=10, flush_secs=120
+n = int(sys.argv[2])
+for step in range(n):
+    w.add_scalar("loss", 1.0 / (step + 1), step)
+print("returned", n, flush=True)  # every add_scalar call above has returned
+time.sleep(600)  # a training step that takes long (or a hang): nothing more is written
+"""
+
+
+@pytest.mark.parametrize("n", [1_000, 20_003])
+def test_sigkill_of_a_default_writer_loses_at_most_the_last_second(tmp_path, n):
+    """Records added more than a second before SIGKILL are in the file (the writer hands
+    them to the OS at least every 0.5 s, not only when 64 KiB have gathered)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _IDLE_CHILD, str(tmp_path), str(n)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().split() == ["returned", str(n)]
+        time.sleep(3.0)  # > 1 s, with room for a loaded machine
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        if proc.stdout:
+            proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    [path] = event_files(tmp_path)
+    records, leftover = read_records(path)
+    events = [tb.Event.FromString(r) for r in records[1:]]
+    steps = [e.step for e in events]
+    assert leftover == 0
+    assert len(steps) == n  # was up to 1,851 short: a 64 KiB buffer never handed off
+    assert steps == list(range(n))

@@ -505,10 +505,13 @@ static uint32_t rd_u32(const uint8_t *p) {
     return v;
 }
 
-/* 1 = a complete valid record at pos, 2 = valid header but record not complete, 0 = corrupt */
-static int record_at(const uint8_t *buf, int64_t n, int64_t pos, int check_data, uint64_t *len) {
+/* 1 = a complete valid record at pos, 2 = valid header but record not complete, 0 = corrupt
+ * (either CRC wrong, or a length over max_len: no tail could be that long) */
+static int record_at(const uint8_t *buf, int64_t n, int64_t pos, int check_data, uint64_t max_len,
+                     uint64_t *len) {
     if (masked(crc32c(buf + pos, 8)) != rd_u32(buf + pos + 8)) return 0;
     *len = rd_u64(buf + pos);
+    if (*len > max_len) return 0;
     if (*len > (uint64_t)(n - pos - 12) || (uint64_t)(n - pos - 12) - *len < 4) return 2;
     if (check_data &&
         masked(crc32c(buf + pos + 12, (size_t)*len)) != rd_u32(buf + pos + 12 + *len))
@@ -516,18 +519,27 @@ static int record_at(const uint8_t *buf, int64_t n, int64_t pos, int check_data,
     return 1;
 }
 
+/* First pos >= start with a header whose length CRC is valid and length <= max_len, or -1. */
+int64_t ts_find_header(const uint8_t *buf, int64_t n, int64_t start, uint64_t max_len) {
+    for (int64_t q = start; n - q >= 12; q++) {
+        if (masked(crc32c(buf + q, 8)) == rd_u32(buf + q + 8) && rd_u64(buf + q) <= max_len)
+            return q;
+    }
+    return -1;
+}
+
 /* counts: out [consumed, n_points, n_others, n_bad, n_records, status(0 end, 1 full)] */
 /* Scalar points go to the per-tag buffers of the tag table (take them with ts_tag_take). */
 int ts_scan(const uint8_t *buf, int64_t n, int check_data, int fast, void *tabp, int64_t seq0,
             int64_t cap_o, int64_t *o_off, int64_t *o_len, int64_t *o_seq, int64_t cap_b,
-            int64_t *b_start, int64_t *b_end, int64_t *counts) {
+            int64_t *b_start, int64_t *b_end, int64_t *counts, uint64_t max_len) {
     tagtab *tab = (tagtab *)tabp;
     int64_t pos = 0, np_ = 0, no = 0, nb = 0, nrec = 0;
     int status = 0;
     fastval vals[MAXV];
     while (n - pos >= 12) {
         uint64_t len = 0;
-        int r = record_at(buf, n, pos, check_data, &len);
+        int r = record_at(buf, n, pos, check_data, max_len, &len);
         if (r == 2) break;
         if (r == 0) {
             if (nb == cap_b) {
@@ -537,7 +549,7 @@ int ts_scan(const uint8_t *buf, int64_t n, int check_data, int fast, void *tabp,
             int64_t q = pos + 1;
             for (; n - q >= 12; q++) {
                 uint64_t l2;
-                if (record_at(buf, n, q, check_data, &l2) != 0) break;
+                if (record_at(buf, n, q, check_data, max_len, &l2) != 0) break;
             }
             b_start[nb] = pos;
             b_end[nb] = q;

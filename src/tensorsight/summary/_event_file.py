@@ -5,11 +5,13 @@ and writes the ``brain.Event:2`` header record at once. ``add_event`` appends an
 (or its serialized bytes) to a pending list; every ``max_queue`` events the caller frames the
 list into a byte buffer (serializing in the caller costs no thread switch, which on a busy
 machine costs more than the serialization itself). The writer thread hands the buffer to the
-operating system whenever 64 KiB have gathered and every ``flush_secs``, with unbuffered
-writes that release the GIL; if it falls 16 MiB behind, the caller writes itself, so memory
-stays bounded. Records are written whole and in order, so a process killed at any time (even
-by SIGKILL) leaves a file whose records are all complete except at most the last one, which
-readers skip.
+operating system whenever 64 KiB have gathered and at least every ``HANDOFF_SECS`` (0.5 s;
+``flush_secs`` when smaller), queued events included, with unbuffered writes that release the
+GIL; if it falls 16 MiB behind, the caller writes itself, so memory stays bounded. A handed-off
+record is in the OS's page cache (``write(2)``, no ``fsync``): a process killed by SIGKILL
+loses at most the last second of summaries. Records are written whole and in order, so a
+killed process leaves a file whose records are all complete except at most the last one,
+which readers skip.
 
 Writers are closed at interpreter exit (``weakref.finalize``) and when garbage-collected.
 """
@@ -34,6 +36,9 @@ _FILE_COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
 _WAKE_BYTES = 1 << 16  # the writer thread writes once this much is buffered
 _MAX_BUFFER_BYTES = 1 << 24  # beyond this the caller writes itself (bounded memory)
+# at least this often, every queued record is handed to the OS (write(2), no fsync), so a
+# process killed by SIGKILL loses at most the last second of summaries
+HANDOFF_SECS = 0.5
 
 
 def event_file_name(filename_suffix: str = "") -> str:
@@ -53,7 +58,7 @@ class _State:
         self.file = file
         self.path = path
         self.max_queue = max(1, int(max_queue))
-        self.flush_secs = float(flush_secs)
+        self.flush_secs = min(max(float(flush_secs), 0.01), HANDOFF_SECS)
         self.cond = threading.Condition(threading.Lock())
         self.io_lock = threading.Lock()
         self.pending: list[Any] = []  # events not yet serialized (at most max_queue)
@@ -166,7 +171,8 @@ class EventFileWriter:
     Args:
         log_dir: Folder of the file; created when missing.
         max_queue: Events held in memory before ``add_event`` waits for the writer thread.
-        flush_secs: Seconds between flushes of the file to the operating system.
+        flush_secs: Most seconds between hand-offs of queued records to the operating
+            system; capped at ``HANDOFF_SECS`` (0.5) so SIGKILL loses at most a second.
         filename_suffix: Appended to the file name.
 
     Raises:

@@ -64,6 +64,8 @@ class GraphFileReader(EventFileReader):
                 reason = ""
             except ValueError as exc:
                 graph, reason = None, str(exc)
+            except Exception as exc:  # a damaged file must not stop the logdir
+                graph, reason = None, f"could not be decoded ({type(exc).__name__}: {exc})"
         self.size = self.offset = info.size
         if graph is None:
             batch.problems.append(f"Graph file {self.path!r}: {reason}; listed without nodes.")

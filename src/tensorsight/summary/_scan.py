@@ -28,9 +28,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tensorsight._cbuild import load_c_library
+from tensorsight.summary._limits import max_record_bytes
 from tensorsight.summary._record import masked_crc32c
 
-__all__ = ["Points", "ScanOut", "Scanner", "accelerated"]
+__all__ = ["Points", "ScanOut", "Scanner", "accelerated", "find_header"]
 
 _log = logging.getLogger(__name__)
 _HEADER = struct.Struct("<QI")
@@ -58,9 +59,12 @@ def _build() -> ctypes.CDLL | None:
     lib.ts_masked_crc32c.restype = ctypes.c_uint32
     lib.ts_hw_crc.restype = ctypes.c_int
     c_int = ctypes.c_int
-    scan_args: list[Any] = [p, i64, c_int, c_int, p, i64, i64, p, p, p, i64, p, p, p]
+    u64 = ctypes.c_uint64
+    scan_args: list[Any] = [p, i64, c_int, c_int, p, i64, i64, p, p, p, i64, p, p, p, u64]
     lib.ts_scan.argtypes = scan_args
     lib.ts_scan.restype = ctypes.c_int
+    lib.ts_find_header.argtypes = [p, i64, i64, u64]
+    lib.ts_find_header.restype = i64
     lib.ts_tag_npoints.argtypes = [p, ctypes.c_int32]
     lib.ts_tag_npoints.restype = i64
     lib.ts_tag_take.argtypes = [p, ctypes.c_int32, p, p, p, p, p]
@@ -135,10 +139,21 @@ class Scanner:
             self._tab = None
 
     def scan(self, buf: bytes, *, seq0: int, check_data_crc: bool) -> ScanOut:
-        """Scan ``buf`` from its start; stops before an incomplete last record."""
+        """Scan ``buf`` from its start; stops before an incomplete last record.
+
+        A header claiming more than ``max_record_bytes()`` is corrupt, never a tail.
+        """
         if self._lib is None:
             return _scan_py(buf, seq0=seq0, check_data_crc=check_data_crc)
         return self._scan_c(buf, seq0=seq0, check_data_crc=check_data_crc)
+
+    def find_header(self, buf: bytes, start: int) -> int:
+        """First offset ``>= start`` of ``buf`` holding a header with a valid length CRC and
+        a length within ``max_record_bytes()``; ``-1`` when there is none."""
+        if self._lib is None:
+            return find_header(buf, start)
+        base = ctypes.cast(ctypes.c_char_p(buf), ctypes.c_void_p).value or 0
+        return int(self._lib.ts_find_header(base, len(buf), start, max_record_bytes()))
 
     def _scan_c(self, buf: bytes, *, seq0: int, check_data_crc: bool) -> ScanOut:
         lib = self._lib
@@ -154,12 +169,13 @@ class Scanner:
         base = ctypes.cast(ctypes.c_char_p(buf), ctypes.c_void_p).value or 0
         out = ScanOut(0, 0, [], [], [])
         pos = 0
+        max_len = max_record_bytes()
         while True:
             rc = lib.ts_scan(
                 base + pos, n_total - pos, int(check_data_crc), int(self._fast), self._tab,
                 seq0 + out.records,
                 cap_o, o_off.ctypes.data, o_len.ctypes.data, o_seq.ctypes.data,
-                _CAP_BAD, b_start.ctypes.data, b_end.ctypes.data, counts.ctypes.data,
+                _CAP_BAD, b_start.ctypes.data, b_end.ctypes.data, counts.ctypes.data, max_len,
             )  # fmt: skip
             if rc != 0:
                 msg = "event scanner: out of memory"
@@ -215,10 +231,53 @@ class Scanner:
             self.tag_names.append(out.raw[:n].decode("utf-8", errors="replace"))
 
 
+def _crc32c_table() -> NDArray[np.uint32]:
+    poly = 0x82F63B78
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(poly), table >> 1).astype(np.uint32)
+    return table
+
+
+_TABLE = _crc32c_table()
+_WINDOW = 1 << 20  # positions checked per numpy pass (bounds the temporary arrays)
+
+
+def _header_hits(arr: NDArray[np.uint8], lo: int, hi: int) -> NDArray[np.intp]:
+    """Positions ``p`` in ``[lo, hi)`` whose 8 bytes' masked CRC-32C equals the next 4 bytes
+    (vectorised over all positions: one table lookup per byte, as in the C code)."""
+    m = hi - lo
+    crc = np.full(m, 0xFFFFFFFF, np.uint32)
+    for k in range(8):
+        byte = arr[lo + k : lo + k + m].astype(np.uint32)
+        crc = _TABLE[(crc ^ byte) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+    crc ^= np.uint32(0xFFFFFFFF)
+    masked = ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(0xA282EAD8)
+    stored = np.zeros(m, np.uint32)
+    for k in range(4):
+        stored |= arr[lo + 8 + k : lo + 8 + k + m].astype(np.uint32) << np.uint32(8 * k)
+    return np.flatnonzero(masked == stored) + lo
+
+
+def find_header(buf: bytes, start: int) -> int:
+    """Pure-Python (numpy) twin of the C ``ts_find_header``: see :meth:`Scanner.find_header`."""
+    n = len(buf)
+    limit = max_record_bytes()
+    arr = np.frombuffer(buf, np.uint8)
+    lo = max(0, start)
+    while n - lo >= 12:
+        hi = min(lo + _WINDOW, n - 11)
+        for p in _header_hits(arr, lo, hi).tolist():
+            if _HEADER.unpack_from(buf, p)[0] <= limit:
+                return int(p)
+        lo = hi
+    return -1
+
+
 def _record_at(buf: bytes, pos: int, check_data_crc: bool) -> tuple[int, int]:
     """(1 valid | 2 incomplete | 0 corrupt, payload length) for a record starting at ``pos``."""
     length, length_crc = _HEADER.unpack_from(buf, pos)
-    if masked_crc32c(buf[pos : pos + 8]) != length_crc:
+    if masked_crc32c(buf[pos : pos + 8]) != length_crc or length > max_record_bytes():
         return 0, 0
     end = pos + 12 + length
     if end + 4 > len(buf):
@@ -238,7 +297,13 @@ def _scan_py(buf: bytes, *, seq0: int, check_data_crc: bool) -> ScanOut:
             break
         if state == 0:
             q = pos + 1
-            while n - q >= 12 and _record_at(buf, q, check_data_crc)[0] == 0:
+            while True:  # candidates from the vectorised header search, then both CRCs
+                q = find_header(buf, q)
+                if q < 0:
+                    q = max(pos + 1, n - 11)  # fewer than 12 bytes left: a possible tail
+                    break
+                if _record_at(buf, q, check_data_crc)[0] != 0:
+                    break
                 q += 1
             out.bad.append((pos, q))
             pos = q

@@ -65,6 +65,14 @@ SCHEMA_VERSION = 1
 _TF_SAVED_MODEL = frozenset({"saved_model.pb", "fingerprint.pb", "keras_metadata.pb"})
 
 
+def _unreadable(path: str, exc: BaseException) -> str:
+    """The problem sentence for a file whose reading failed in an unforeseen way."""
+    return (
+        f"File {path!r}: could not be read ({type(exc).__name__}: {exc}); skipped, the rest "
+        "of the logdir was read."
+    )
+
+
 def file_format(name: str) -> str | None:
     """Which reader handles a file name: ``"tensorboard"``, ``"ms_summary"``,
     ``"ms_lineage"``, ``"ms_graph"`` (any ``*.pb`` but a TensorFlow SavedModel's
@@ -97,8 +105,8 @@ class RunInfo:
     """What the board's run list shows about one run.
 
     ``is_active`` is true when a file of the run grew during the last reload (after having
-    been read before), holds a partly written record, or was modified less than
-    ``active_secs`` ago.
+    been read before) or was modified less than ``active_secs`` ago: wall time, never a
+    partly written record alone (a stuck or corrupt tail does not keep a run active).
     """
 
     name: str
@@ -275,6 +283,8 @@ class Logdir:
                     totals.append(reader.read(sink=sink))
                 except InputFileError as exc:
                     totals.append(Batch(problems=[str(exc)]))
+                except Exception as exc:  # one damaged file never stops the rest
+                    totals.append(Batch(problems=[_unreadable(reader.path, exc)]))
                 if progress is not None:
                     with lock:
                         done += 1
@@ -312,13 +322,12 @@ class Logdir:
         """First/last wall time, whether the run is still being written, and its files."""
         store = self._run(run)
         last_modified = max((r.mtime for r in store.readers.values()), default=0.0)
-        pending = any(r.pending_bytes for r in store.readers.values())
         recent = time.time() - last_modified < self.active_secs
         return RunInfo(
             run,
             store.first_wall_time,
             store.last_wall_time,
-            bool(run in self._grew or pending or recent),
+            bool(run in self._grew or recent),
             tuple(store.readers),
             last_modified,
         )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -109,7 +110,7 @@ def decode_ms_tensor(t: Any) -> tuple[str, tuple[int, ...], np.ndarray[Any, Any]
         arr = np.asarray(t.int32_data, dtype=np.int32)
     if np_dtype != "O" and arr.dtype != np.dtype(np_dtype):
         arr = arr.astype(np_dtype)
-    count = int(np.prod(shape)) if shape else 1
+    count = math.prod(shape)  # Python ints: no overflow
     if arr.size != count:
         msg = f"tensor has {arr.size} values for shape {list(shape)}"
         raise ValueError(msg)

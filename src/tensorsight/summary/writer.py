@@ -55,7 +55,9 @@ class SummaryWriter:
         purge_step: After a crash at step T+X and a restart at step T, pass T: TensorBoard
             hides older events with step >= T.
         max_queue: Events held in memory before an ``add_*`` call waits for the writer thread.
-        flush_secs: Seconds between flushes to disk.
+        flush_secs: Most seconds between hand-offs of queued records to the operating
+            system (``write(2)``, no ``fsync``); capped at 0.5 s, so a process killed by
+            SIGKILL loses at most the last second of summaries.
         filename_suffix: Appended to every event file name.
 
     Raises:

@@ -9,10 +9,13 @@ bfloat16 has no numpy dtype: its raw bits are kept as ``uint16`` under the dtype
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from tensorsight.summary._limits import SizeLimitError, max_tensor_bytes
 
 __all__ = ["DTYPES", "decode_tensor", "tensor_dtype_name"]
 
@@ -48,14 +51,20 @@ def decode_tensor(tensor: Any) -> tuple[str, tuple[int, ...], NDArray[Any]]:
 
     Raises:
         ValueError: The dtype is not supported or the data does not match the shape.
+        SizeLimitError: Filling the shape from one value would take more than
+            ``TENSORSIGHT_MAX_TENSOR_MIB`` (checked before allocating).
     """
     shape = tuple(int(d.size) for d in tensor.tensor_shape.dim)
     entry = DTYPES.get(int(tensor.dtype))
     if entry is None:
         msg = f"unsupported tensor dtype {int(tensor.dtype)}"
         raise ValueError(msg)
+    if any(d < 0 for d in shape):
+        msg = f"tensor shape {list(shape)} has a negative dimension"
+        raise ValueError(msg)
     name, np_dtype, field = entry
-    count = int(np.prod(shape)) if shape else 1
+    count = math.prod(shape)  # Python ints: no overflow
+    _check_fill(tensor, field, shape, count, np.dtype(np_dtype).itemsize)
     if name == "string":
         vals = list(tensor.string_val)
         arr: NDArray[Any] = np.empty(len(vals), dtype=object)
@@ -77,6 +86,25 @@ def decode_tensor(tensor: Any) -> tuple[str, tuple[int, ...], NDArray[Any]]:
         msg = f"tensor has {arr.size} values for shape {list(shape)}"
         raise ValueError(msg)
     return name, shape, arr.reshape(shape)
+
+
+def _check_fill(tensor: Any, field: str, shape: tuple[int, ...], count: int, item: int) -> None:
+    """Refuse a shape that one stored value would fill beyond the limit (before allocating)."""
+    if count <= 1 or tensor.tensor_content:
+        return
+    stored = len(getattr(tensor, field))
+    if field in ("scomplex_val", "dcomplex_val"):
+        stored //= 2  # (real, imaginary) pairs
+    if stored != 1:
+        return  # a size mismatch is reported after decoding; nothing is amplified
+    size = count * item
+    limit = max_tensor_bytes()
+    if size > limit:
+        msg = (
+            f"tensor of shape {list(shape)} filled from one value would take {size} bytes, over "
+            f"the limit of {limit >> 20} MiB (TENSORSIGHT_MAX_TENSOR_MIB)"
+        )
+        raise SizeLimitError(msg)
 
 
 def decode_tensorsight_tensor(
