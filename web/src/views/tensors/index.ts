@@ -89,6 +89,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     stepLabel.textContent = String(rec.step);
     error.textContent = "";
     const ticket = latest.next();
+    const sent = query.value;
     let r: SliceResponse;
     try {
       r = await getJson<SliceResponse>("/api/views/tensors/slice", { run, tag, step: rec.step, q: useQuery ? query.value : undefined });
@@ -97,7 +98,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       return;
     }
     if (!latest.current(ticket)) return;
-    query.value = r.query;
+    // the answer spells the slice out in full, unless the user typed a new one meanwhile
+    if (query.value === sent) query.value = r.query;
     meta.textContent = `${r.dtype}[${r.shape.join(", ")}] at step ${r.step} · slice [${r.query}] → ${r.slice_shape.join(" × ")}${r.truncated ? " (cut to the first 1000 × 200 cells)" : ""}`;
     const head = h("tr", {}, h("th", {}, ""));
     const cols = r.values[0]?.length ?? 0;
