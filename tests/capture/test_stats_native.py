@@ -286,3 +286,17 @@ def test_the_gil_keeping_and_gil_releasing_kernels_agree(dtype, monkeypatch):
     released = stats_tensor(t)
     assert held == released
     _agree(held, stats_tensor(t, native=False))
+
+
+def test_the_native_op_capture_measures_with_the_loop_the_kernel_chose():
+    """The native op capture compiles this kernel into its own library; it runs the loop
+    that ``TENSORSIGHT_KERNEL`` and the CPU choose, as the Python path does."""
+    from tensorsight.capture import _native_capture
+
+    lib = _native_capture.load()
+    if lib is None:
+        pytest.skip(f"native op capture unavailable: {_native_capture._STATE.get('why')}")
+    fns = _stats_native.load()
+    features = _stats_native.build("portable")[0].features
+    best = next(p for p in _cbuild.KERNEL_PATHS if not _cbuild.missing_features(p, features))
+    assert lib.stats_isa == (fns.isa if fns is not None else best)

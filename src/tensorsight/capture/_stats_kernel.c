@@ -112,3 +112,47 @@ TS_ALL(portable, )
 TS_ALL(avx2, TS_AVX2)
 TS_ALL(avx512, TS_AVX512)
 #endif
+
+/* The unsuffixed names (ts_stats_f32, ...) run the loop ts_stats_use() chose, the portable
+ * one until then: they serve the native op capture (capture/_native_capture.cpp #includes
+ * this file and calls them from C++), whose Python side chooses the loop as _stats_native
+ * does. ts_stats_use(isa): 0 portable, 1 avx2, 2 avx512; a loop the CPU cannot run gives
+ * the portable one; returns the loop now in use. */
+static int ts_stats_isa = 0;
+
+int ts_stats_use(int isa) {
+    int f = ts_cpu_features();
+    if ((isa == 2 && (f & 12) != 12) || (isa == 1 && (f & 3) != 3) || isa < 0 || isa > 2) {
+        isa = 0;
+    }
+    ts_stats_isa = isa;
+    return isa;
+}
+
+#ifdef TS_X86
+#define TS_PICK(SUFFIX, T)                                                                 \
+    void ts_stats_##SUFFIX(const T *p, int64_t n, double *out) {                          \
+        if (ts_stats_isa == 2) {                                                          \
+            ts_stats_##SUFFIX##_avx512(p, n, out);                                        \
+        } else if (ts_stats_isa == 1) {                                                   \
+            ts_stats_##SUFFIX##_avx2(p, n, out);                                          \
+        } else {                                                                          \
+            ts_stats_##SUFFIX##_portable(p, n, out);                                      \
+        }                                                                                 \
+    }
+#else
+#define TS_PICK(SUFFIX, T)                                                                 \
+    void ts_stats_##SUFFIX(const T *p, int64_t n, double *out) {                          \
+        ts_stats_##SUFFIX##_portable(p, n, out);                                          \
+    }
+#endif
+
+TS_PICK(f64, double)
+TS_PICK(f32, float)
+TS_PICK(f16, uint16_t)
+TS_PICK(bf16, uint16_t)
+TS_PICK(i64, int64_t)
+TS_PICK(i32, int32_t)
+TS_PICK(i16, int16_t)
+TS_PICK(i8, int8_t)
+TS_PICK(u8, uint8_t)
