@@ -16,7 +16,9 @@ from tensorsight import _cbuild
 from tensorsight.compare.metrics import KERNEL_KEYS, _native, compare_arrays
 from tensorsight.compare.metrics.kernel import NATIVE_CHUNK_ELEMS
 
-pytestmark = pytest.mark.skipif(_native.load() is None, reason="no C compiler here")
+pytestmark = pytest.mark.skipif(
+    _native.load() is None, reason="C kernel off (no compiler, or TENSORSIGHT_KERNEL=numpy)"
+)
 
 
 def _skip_unless_cpu_runs(isa: str) -> None:
