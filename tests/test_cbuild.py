@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tensorsight import _cbuild
 
 
@@ -150,3 +152,40 @@ def test_numeric_kernels_are_built_for_the_baseline_not_this_cpu():
 
     for flags in (_native._FLAGS, _stats_native._FLAGS):
         assert not [f for f in flags if f.startswith(("-march", "-mcpu", "-mtune", "-mavx"))]
+
+
+def test_only_the_avx_loops_hold_avx_instructions():
+    """What runs before the CPU is asked (the dispatch, the portable loops, the chunk
+    walkers) is baseline x86-64 code, so the library loads and runs on any x86-64 CPU."""
+    import platform
+    import re
+
+    from tensorsight.capture import _stats_native
+    from tensorsight.compare.metrics import _native
+
+    objdump = shutil.which("objdump")
+    if platform.machine() not in ("x86_64", "AMD64") or objdump is None:
+        pytest.skip("needs objdump on x86-64")
+    for lib in (_native._library(), _stats_native._library()):
+        if lib is None:
+            pytest.skip("no C compiler here")
+        text = subprocess.run(
+            [objdump, "-d", "--no-show-raw-insn", lib._name],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        uses: dict[str, bool] = {}
+        fn = ""
+        for line in text.splitlines():
+            head = re.match(r"^[0-9a-f]+ <(\w+)>:", line)
+            if head:
+                fn = head.group(1)
+                uses.setdefault(fn, False)
+            elif fn and re.search(r"%[yz]mm|\bv(fmadd|div|add|mul)|\bk(mov|or)", line):
+                uses[fn] = True
+        ours = {f: u for f, u in uses.items() if f.startswith("ts_")}
+        assert any(ours.values())  # the AVX loops are there...
+        baseline = [f for f, u in ours.items() if u and "avx" not in f]
+        assert baseline == []  # ...and only there
+        assert "ts_cpu_features" in ours
