@@ -137,7 +137,7 @@ def test_kernel_path_follows_the_environment_and_the_cpu(monkeypatch, capsys):
     for _ in range(2):  # said once per process, however many kernels ask
         assert _cbuild.kernel_path(avx2_only) == "avx2"
     assert capsys.readouterr().err == (
-        "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f and avx512dq, which this CPU "
+        "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f, avx512dq, which this CPU "
         "lacks; using avx2\n"
     )
     assert _cbuild.missing_features("avx2", frozenset({"avx2"})) == ("fma",)

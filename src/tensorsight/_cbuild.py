@@ -40,7 +40,12 @@ _log = logging.getLogger(__name__)
 KERNEL_PATHS = ("avx512", "avx2", "portable")
 """The loops of the C kernels, fastest first (``portable``: the baseline, any CPU)."""
 
-_NEEDS = {"avx512": ("avx512f", "avx512dq"), "avx2": ("avx2", "fma"), "portable": ()}
+# the AVX-512 loops are compiled with AVX2 and FMA too (every AVX-512 CPU has them)
+_NEEDS = {
+    "avx512": ("avx512f", "avx512dq", "avx2", "fma"),
+    "avx2": ("avx2", "fma"),
+    "portable": (),
+}
 _FEATURE_BITS = ("avx2", "fma", "avx512f", "avx512dq")  # bit i of ts_cpu_features()
 _CHOICES = ("auto", *KERNEL_PATHS, "numpy")
 _SAID: set[str] = set()
@@ -111,7 +116,7 @@ def kernel_path(features: frozenset[str]) -> str | None:
     missing = missing_features(asked, features)
     if missing:
         _say_once(
-            f"tensorsight: TENSORSIGHT_KERNEL={asked} needs {' and '.join(missing)}, which "
+            f"tensorsight: TENSORSIGHT_KERNEL={asked} needs {', '.join(missing)}, which "
             f"this CPU lacks; using {best}"
         )
         return best

@@ -28,7 +28,7 @@ def loop(request, monkeypatch):
     """Each loop of the kernel the CPU runs, as the torch and numpy paths' kernel."""
     lacks = _cbuild.missing_features(request.param, _stats_native.load().features)
     if lacks:
-        pytest.skip(f"this CPU lacks {' and '.join(lacks)} (the {request.param} loop)")
+        pytest.skip(f"this CPU lacks {', '.join(lacks)} (the {request.param} loop)")
     fns, held = _stats_native.build(request.param)
     assert fns.isa == held.isa == request.param
     monkeypatch.setattr(_stats_native, "_STATE", {"fns": fns, "held": held})
@@ -220,10 +220,10 @@ def test_forcing_a_loop_the_cpu_lacks_runs_the_best_it_has(monkeypatch, fresh_lo
     monkeypatch.setenv("TENSORSIGHT_KERNEL", "avx512")
     assert fresh_load().isa == "avx2"
     assert capsys.readouterr().err == (
-        "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f and avx512dq, which this CPU "
+        "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f, avx512dq, which this CPU "
         "lacks; using avx2\n"
     )
-    with pytest.raises(ValueError, match="lacks avx512f and avx512dq"):
+    with pytest.raises(ValueError, match="lacks avx512f, avx512dq"):
         _stats_native.build("avx512")
 
 

@@ -122,7 +122,7 @@ static int ts_stats_isa = 0;
 
 int ts_stats_use(int isa) {
     int f = ts_cpu_features();
-    if ((isa == 2 && (f & 12) != 12) || (isa == 1 && (f & 3) != 3) || isa < 0 || isa > 2) {
+    if ((isa == 2 && (f & 15) != 15) || (isa == 1 && (f & 3) != 3) || isa < 0 || isa > 2) {
         isa = 0;
     }
     ts_stats_isa = isa;

@@ -96,7 +96,7 @@ def build(isa: str) -> tuple[StatsKernel, StatsKernel] | None:
     found = cpu_features(lib)
     missing = missing_features(isa, found)
     if missing:
-        msg = f"this CPU lacks {' and '.join(missing)}, which the {isa} loop needs"
+        msg = f"this CPU lacks {', '.join(missing)}, which the {isa} loop needs"
         raise ValueError(msg)
     return StatsKernel(lib, isa, found), StatsKernel(ctypes.PyDLL(lib._name), isa, found)
 

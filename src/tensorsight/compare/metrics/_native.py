@@ -115,7 +115,7 @@ def build(isa: str) -> NativeKernel | None:
     found = cpu_features(lib)
     missing = missing_features(isa, found)
     if missing:
-        msg = f"this CPU lacks {' and '.join(missing)}, which the {isa} loop needs"
+        msg = f"this CPU lacks {', '.join(missing)}, which the {isa} loop needs"
         raise ValueError(msg)
     return NativeKernel(lib, Path(lib._name), isa, found)
 
