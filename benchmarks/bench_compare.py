@@ -11,6 +11,11 @@ Two measurements:
    default ``/tmp/mslib``), then in this environment; without it (and always with
    ``--quick`` unless ``$MSPROBE_PYTHONPATH`` is set), both dumps are written by
    ``tensorsight.dump`` and the engine is reported in MB/s against ``numpy.sum`` only.
+
+The note lines name the CPU, its vector features and the kernel loop that ran, which
+``$TENSORSIGHT_KERNEL`` forces for both measurements (``avx512``, ``avx2``, ``portable``,
+``numpy``; the ``tensorsight compare`` processes inherit it). ``python -m benchmarks kernels``
+times every loop the CPU runs side by side.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.bench_kernels import cpu_line
 from benchmarks.harness import Harness, Result, python
 
 _MS_DUMP = textwrap.dedent(
@@ -118,7 +124,9 @@ def _kernel(h: Harness) -> None:
             "kernel: 16 metrics + min/max pass", lambda: compare_arrays(bench, target), repeat=1
         )
     lib = _native.load()
-    loop = lib.isa if lib is not None else "numpy (no C compiler)"
+    loop = lib.isa if lib is not None else "numpy (TENSORSIGHT_KERNEL=numpy or no C compiler)"
+    forced = os.environ.get("TENSORSIGHT_KERNEL", "").strip() or "auto"
+    h.note(f"{cpu_line()}; TENSORSIGHT_KERNEL={forced}: {loop} loop")
     try:
         llc = "L3 " + Path("/sys/devices/system/cpu/cpu0/cache/index3/size").read_text().strip()
     except OSError:

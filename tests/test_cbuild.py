@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tensorsight import _cbuild
 
 
@@ -113,3 +115,77 @@ def test_a_compiler_that_cannot_run_leaves_no_file(tmp_path, monkeypatch, caplog
         assert _cbuild.load_c_library(src, [], name="w") is None
     assert "compiling w failed" in caplog.text
     assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_kernel_path_follows_the_environment_and_the_cpu(monkeypatch, capsys):
+    monkeypatch.setattr(_cbuild, "_SAID", set())
+    everything = frozenset({"avx2", "fma", "avx512f", "avx512dq"})
+    avx2_only = frozenset({"avx2", "fma"})
+    cases = [
+        ("", everything, "avx512"),
+        ("auto", avx2_only, "avx2"),
+        ("AVX2", everything, "avx2"),
+        ("portable", everything, "portable"),
+        ("numpy", everything, None),
+        ("auto", frozenset(), "portable"),  # aarch64, or an x86-64 CPU without AVX2
+    ]
+    for value, features, want in cases:
+        monkeypatch.setenv("TENSORSIGHT_KERNEL", value)
+        assert _cbuild.kernel_path(features) == want, (value, features)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("TENSORSIGHT_KERNEL", "avx512")
+    for _ in range(2):  # said once per process, however many kernels ask
+        assert _cbuild.kernel_path(avx2_only) == "avx2"
+    assert capsys.readouterr().err == (
+        "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f, avx512dq, which this CPU "
+        "lacks; using avx2\n"
+    )
+    assert _cbuild.missing_features("avx2", frozenset({"avx2"})) == ("fma",)
+    assert _cbuild.missing_features("portable", frozenset()) == ()
+
+
+def test_numeric_kernels_are_built_for_the_baseline_not_this_cpu():
+    """The loop is chosen at run time (cpuid), so a cached library runs on any CPU of the
+    architecture: no -march/-mcpu flag may tie it to the machine that built it."""
+    from tensorsight.capture import _stats_native
+    from tensorsight.compare.metrics import _native
+
+    for flags in (_native._FLAGS, _stats_native._FLAGS):
+        assert not [f for f in flags if f.startswith(("-march", "-mcpu", "-mtune", "-mavx"))]
+
+
+def test_only_the_avx_loops_hold_avx_instructions():
+    """What runs before the CPU is asked (the dispatch, the portable loops, the chunk
+    walkers) is baseline x86-64 code, so the library loads and runs on any x86-64 CPU."""
+    import platform
+    import re
+
+    from tensorsight.capture import _stats_native
+    from tensorsight.compare.metrics import _native
+
+    objdump = shutil.which("objdump")
+    if platform.machine() not in ("x86_64", "AMD64") or objdump is None:
+        pytest.skip("needs objdump on x86-64")
+    for lib in (_native._library(), _stats_native._library()):
+        if lib is None:
+            pytest.skip("no C compiler here")
+        text = subprocess.run(
+            [objdump, "-d", "--no-show-raw-insn", lib._name],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        uses: dict[str, bool] = {}
+        fn = ""
+        for line in text.splitlines():
+            head = re.match(r"^[0-9a-f]+ <(\w+)>:", line)
+            if head:
+                fn = head.group(1)
+                uses.setdefault(fn, False)
+            elif fn and re.search(r"%[yz]mm|\bv(fmadd|div|add|mul)|\bk(mov|or)", line):
+                uses[fn] = True
+        ours = {f: u for f, u in uses.items() if f.startswith("ts_")}
+        assert any(ours.values())  # the AVX loops are there...
+        baseline = [f for f, u in ours.items() if u and "avx" not in f]
+        assert baseline == []  # ...and only there
+        assert "ts_cpu_features" in ours

@@ -6,6 +6,11 @@ built with the system compiler (``$CC``, else ``cc``, else ``gcc``) into a cache
 ``~/.cache/tensorsight``), keyed by the source, the flags and the machine, and loaded with
 :mod:`ctypes`: no Python headers and no build step at install time. Every caller keeps a
 pure-Python or numpy fallback for when this returns ``None``.
+
+The two numeric kernels (metrics, dump statistics) are built for the architecture's baseline
+and hold one loop per instruction set, each compiled with a target attribute; which one runs
+is chosen at run time from the CPU's features (:func:`kernel_path`), so a library built on
+one machine runs on any other of the architecture.
 """
 
 from __future__ import annotations
@@ -19,9 +24,31 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["build_library", "cache_dir", "load_c_library"]
+__all__ = [
+    "KERNEL_PATHS",
+    "build_library",
+    "cache_dir",
+    "cpu_features",
+    "kernel_path",
+    "load_c_library",
+    "missing_features",
+    "numpy_forced",
+]
 
 _log = logging.getLogger(__name__)
+
+KERNEL_PATHS = ("avx512", "avx2", "portable")
+"""The loops of the C kernels, fastest first (``portable``: the baseline, any CPU)."""
+
+# the AVX-512 loops are compiled with AVX2 and FMA too (every AVX-512 CPU has them)
+_NEEDS = {
+    "avx512": ("avx512f", "avx512dq", "avx2", "fma"),
+    "avx2": ("avx2", "fma"),
+    "portable": (),
+}
+_FEATURE_BITS = ("avx2", "fma", "avx512f", "avx512dq")  # bit i of ts_cpu_features()
+_CHOICES = ("auto", *KERNEL_PATHS, "numpy")
+_SAID: set[str] = set()
 
 
 def cache_dir() -> Path:
@@ -42,6 +69,64 @@ def _cpu() -> str:
     except OSError:
         pass
     return platform.processor()
+
+
+def cpu_features(lib: ctypes.CDLL) -> frozenset[str]:
+    """The vector features a kernel library's ``ts_cpu_features()`` finds (cpuid).
+
+    ``avx2``, ``fma``, ``avx512f``, ``avx512dq`` where both the CPU and the operating system
+    support them; empty off x86-64.
+    """
+    fn = lib.ts_cpu_features
+    fn.argtypes = []
+    fn.restype = ctypes.c_int
+    bits = int(fn())
+    return frozenset(f for i, f in enumerate(_FEATURE_BITS) if bits >> i & 1)
+
+
+def missing_features(path: str, features: frozenset[str]) -> tuple[str, ...]:
+    """The features that loop ``path`` needs and ``features`` lacks (empty: it can run)."""
+    return tuple(f for f in _NEEDS[path] if f not in features)
+
+
+def numpy_forced() -> bool:
+    """``TENSORSIGHT_KERNEL=numpy``: no C kernel is built or loaded."""
+    return os.environ.get("TENSORSIGHT_KERNEL", "").strip().lower() == "numpy"
+
+
+def kernel_path(features: frozenset[str]) -> str | None:
+    """The loop to run given the CPU's ``features``; ``None`` for the numpy fallback.
+
+    ``$TENSORSIGHT_KERNEL`` is ``auto`` (default: the fastest loop the CPU runs),
+    ``avx512``, ``avx2``, ``portable`` or ``numpy``. A loop the CPU cannot run, or an
+    unknown value, gives the fastest one it can, said once per process on stderr.
+    """
+    if numpy_forced():
+        return None
+    asked = os.environ.get("TENSORSIGHT_KERNEL", "").strip().lower() or "auto"
+    best = next(p for p in KERNEL_PATHS if not missing_features(p, features))
+    if asked == "auto":
+        return best
+    if asked not in KERNEL_PATHS:
+        _say_once(
+            f"tensorsight: TENSORSIGHT_KERNEL={asked} is not one of {', '.join(_CHOICES)}; "
+            f"using {best}"
+        )
+        return best
+    missing = missing_features(asked, features)
+    if missing:
+        _say_once(
+            f"tensorsight: TENSORSIGHT_KERNEL={asked} needs {', '.join(missing)}, which "
+            f"this CPU lacks; using {best}"
+        )
+        return best
+    return asked
+
+
+def _say_once(line: str) -> None:
+    if line not in _SAID:
+        _SAID.add(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 def load_c_library(source: Path, flags: Sequence[str], *, name: str) -> ctypes.CDLL | None:

@@ -1,4 +1,8 @@
-"""The C statistics kernel agrees with the torch and numpy paths (the reference) to rounding."""
+"""The C statistics kernel agrees with the torch and numpy paths (the reference) to rounding.
+
+Every loop (AVX-512, AVX2 + FMA, portable) is checked where the CPU runs it; a loop the CPU
+cannot run is skipped with the feature it lacks.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,36 @@ import math
 import numpy as np
 import pytest
 
-from tensorsight.capture import _stats_native
+from tensorsight import _cbuild
+from tensorsight.capture import _stats_native, _torch_stats
 from tensorsight.capture._np_stats import array_stats
 from tensorsight.capture._torch_stats import stats_tensor
 
 torch = pytest.importorskip("torch")
 
-native = pytest.mark.skipif(_stats_native.load() is None, reason="no C compiler here")
+_KERNEL_OFF = pytest.mark.skipif(
+    _stats_native.load() is None, reason="C kernel off (no compiler, or TENSORSIGHT_KERNEL=numpy)"
+)
+
+
+@pytest.fixture(params=_cbuild.KERNEL_PATHS)
+def loop(request, monkeypatch):
+    """Each loop of the kernel the CPU runs, as the torch and numpy paths' kernel."""
+    lacks = _cbuild.missing_features(request.param, _stats_native.load().features)
+    if lacks:
+        pytest.skip(f"this CPU lacks {', '.join(lacks)} (the {request.param} loop)")
+    fns, held = _stats_native.build(request.param)
+    assert fns.isa == held.isa == request.param
+    monkeypatch.setattr(_stats_native, "_STATE", {"fns": fns, "held": held})
+    monkeypatch.setattr(_torch_stats, "_NATIVE", {})
+    monkeypatch.setattr(_torch_stats, "_NATIVE_STATE", [])
+    return request.param
+
+
+def native(test):
+    """A test of the kernel: run once per loop the CPU runs."""
+    return _KERNEL_OFF(pytest.mark.usefixtures("loop")(test))
+
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INTS = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
@@ -81,7 +108,8 @@ def test_nan_and_infinities_follow_the_documented_rules(dtype):
 
 @native
 def test_float64_overflowing_sums_without_nonfinite_elements():
-    x = torch.tensor([1e200, -1e200, 3.0], dtype=torch.float64)
+    # no cancellation in the sum: 1e200 - 1e200 + 3 would hang on the summation order
+    x = torch.tensor([1e200, -3e199, 3.0], dtype=torch.float64)
     got, want = _both(x)
     _agree(got, want)
     assert got[3] == math.inf  # the sum of squares overflows
@@ -160,15 +188,69 @@ def test_numpy_arrays_match_numpy(dtype):
     assert array_stats(a[:0]) is None
 
 
-def test_the_kernel_can_be_switched_off(monkeypatch):
+@pytest.fixture
+def fresh_load(monkeypatch):
+    """``_stats_native.load`` as in a new process (the choice is cached per process)."""
+    monkeypatch.setattr(_stats_native, "_STATE", {})
+    monkeypatch.setattr(_cbuild, "_SAID", set())
+    return _stats_native.load
+
+
+def test_the_kernel_can_be_switched_off(monkeypatch, fresh_load):
     monkeypatch.setenv("TENSORSIGHT_KERNEL", "numpy")
-    saved = dict(_stats_native._STATE)
-    _stats_native._STATE.clear()
-    try:
-        assert _stats_native.load() is None
-    finally:
-        _stats_native._STATE.clear()
-        _stats_native._STATE.update(saved)
+    assert fresh_load() is None
+    assert _stats_native.load_held() is None
+
+
+@native
+def test_dispatch_runs_the_fastest_loop_and_each_can_be_forced(loop, monkeypatch, fresh_load):
+    monkeypatch.delenv("TENSORSIGHT_KERNEL", raising=False)
+    features = fresh_load().features
+    best = next(p for p in _cbuild.KERNEL_PATHS if not _cbuild.missing_features(p, features))
+    assert _stats_native.load().isa == _stats_native.load_held().isa == best
+    monkeypatch.setattr(_stats_native, "_STATE", {})
+    monkeypatch.setenv("TENSORSIGHT_KERNEL", loop)
+    assert _stats_native.load().isa == loop
+
+
+@native
+def test_forcing_a_loop_the_cpu_lacks_runs_the_best_it_has(monkeypatch, fresh_load, capsys):
+    """The CPU's answer narrowed to AVX2 + FMA (an AVX2-only machine); the loops are real."""
+    monkeypatch.setattr(_stats_native, "cpu_features", lambda _lib: frozenset({"avx2", "fma"}))
+    monkeypatch.setenv("TENSORSIGHT_KERNEL", "avx512")
+    assert fresh_load().isa == "avx2"
+    assert capsys.readouterr().err == (
+        "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f, avx512dq, which this CPU "
+        "lacks; using avx2\n"
+    )
+    with pytest.raises(ValueError, match="lacks avx512f, avx512dq"):
+        _stats_native.build("avx512")
+
+
+@native
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+def test_every_length_around_the_lane_widths(dtype):
+    """Tails of each length below 64 elements (the widest vector: 64 int8 lanes), then a
+    NaN or an infinity in the tail."""
+    x = _random(dtype, 200, seed=4)
+    for n in range(1, 70):
+        _agree(*_both(x[:n]))
+    if dtype.is_floating_point:
+        for value in (math.nan, math.inf, -math.inf):
+            y = x[:67].clone()
+            y[-1] = value
+            _agree(*_both(y))
+
+
+@native
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_wide_ranges_and_subnormals(dtype):
+    info = torch.finfo(dtype)
+    g = torch.Generator().manual_seed(5)
+    exps = torch.rand(10_007, generator=g, dtype=torch.float64)
+    lo, hi = math.log2(info.tiny) - 20, math.log2(info.max) - 1  # subnormals included
+    x = (torch.exp2(lo + exps * (hi - lo)) * torch.sign(torch.randn(10_007, generator=g))).to(dtype)
+    _agree(*_both(x))
 
 
 def test_cache_entries_follow_the_storage_not_the_python_object():
@@ -204,3 +286,17 @@ def test_the_gil_keeping_and_gil_releasing_kernels_agree(dtype, monkeypatch):
     released = stats_tensor(t)
     assert held == released
     _agree(held, stats_tensor(t, native=False))
+
+
+def test_the_native_op_capture_measures_with_the_loop_the_kernel_chose():
+    """The native op capture compiles this kernel into its own library; it runs the loop
+    that ``TENSORSIGHT_KERNEL`` and the CPU choose, as the Python path does."""
+    from tensorsight.capture import _native_capture
+
+    lib = _native_capture.load()
+    if lib is None:
+        pytest.skip(f"native op capture unavailable: {_native_capture._STATE.get('why')}")
+    fns = _stats_native.load()
+    features = _stats_native.build("portable")[0].features
+    best = next(p for p in _cbuild.KERNEL_PATHS if not _cbuild.missing_features(p, features))
+    assert lib.stats_isa == (fns.isa if fns is not None else best)

@@ -38,6 +38,7 @@ _SOURCE = _HERE / "_native_capture.cpp"
 _KERNEL = _HERE / "_stats_kernel.c"  # #included by the C++ source: part of the cache key
 # the statistics kernel's flags (_stats_native._FLAGS) hold for the C++ around it too
 _FLAGS = ("-O2", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math")
+_ISA_CODES = {"portable": 0, "avx2": 1, "avx512": 2}  # ts_stats_use() in _stats_kernel.c
 PULL_SECS = 0.5  # at most this long between pulls while modules run (as _table.LOG_SECS)
 
 _LOCK = threading.Lock()
@@ -56,6 +57,16 @@ class _Library:
         self.pending = ctypes.c_int64.in_dll(cdll, "ts_pending")
         self.busy = ctypes.c_int32.in_dll(cdll, "ts_busy")
         held = ctypes.PyDLL(str(path))  # a few instructions: keep the GIL
+        # the statistics kernel's loop, as _stats_native chooses it (numpy forced: the
+        # capture still measures in C, with the fastest loop)
+        features = _cbuild.cpu_features(cdll)
+        use = held.ts_stats_use
+        use.argtypes = [ctypes.c_int]
+        use.restype = ctypes.c_int
+        isa = _cbuild.kernel_path(features) or next(
+            p for p in _cbuild.KERNEL_PATHS if not _cbuild.missing_features(p, features)
+        )
+        self.stats_isa = ("portable", "avx2", "avx512")[use(_ISA_CODES[isa])]
         self.set_module = held.ts_set_module
         self.set_module.argtypes = [ctypes.c_int32]
         self.set_module.restype = None

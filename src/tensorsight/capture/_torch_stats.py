@@ -61,8 +61,8 @@ HELD_NUMEL = 1 << 16
 def _native_fns() -> dict[torch.dtype, tuple[Any, Any]]:
     """torch dtype -> C statistics functions (empty when the kernel cannot be built)."""
     if not _NATIVE_STATE:
-        fns = _stats_native.load() or {}
-        held = _stats_native.load_held() or {}
+        fns: dict[str, Any] = _stats_native.load() or {}
+        held: dict[str, Any] = _stats_native.load_held() or {}
         for name, fn in fns.items():
             dtype = getattr(torch, name, None)
             if isinstance(dtype, torch.dtype):

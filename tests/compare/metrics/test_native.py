@@ -1,7 +1,7 @@
 """The compiled C kernel agrees with the numpy kernel (the reference) to rounding.
 
-Both loops of ``_kernel.c`` are checked: the one ``-march=native`` selects (AVX-512 where the
-machine has it) and the portable one (``-DTS_PORTABLE``).
+Every loop of ``_kernel.c`` (AVX-512, AVX2 + FMA, portable) is checked where the CPU runs it;
+a loop the CPU cannot run is skipped with the feature it lacks.
 """
 
 from __future__ import annotations
@@ -12,17 +12,30 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from tensorsight import _cbuild
 from tensorsight.compare.metrics import KERNEL_KEYS, _native, compare_arrays
 from tensorsight.compare.metrics.kernel import NATIVE_CHUNK_ELEMS
 
-pytestmark = pytest.mark.skipif(_native.load() is None, reason="no C compiler here")
+pytestmark = pytest.mark.skipif(
+    _native.load() is None, reason="C kernel off (no compiler, or TENSORSIGHT_KERNEL=numpy)"
+)
 
 
-@pytest.fixture(params=["native", "portable"], autouse=True)
+def _skip_unless_cpu_runs(isa: str) -> None:
+    features = _native.features()
+    assert features is not None
+    missing = _cbuild.missing_features(isa, features)
+    if missing:
+        pytest.skip(f"this CPU lacks {', '.join(missing)} (the {isa} loop)")
+
+
+@pytest.fixture(params=_cbuild.KERNEL_PATHS, autouse=True)
 def kernel(request, monkeypatch):
-    """Run every test with each loop of the C kernel."""
-    lib = _native.load() if request.param == "native" else _native.build(portable=True)
+    """Run every test with each loop of the C kernel the CPU runs."""
+    _skip_unless_cpu_runs(request.param)
+    lib = _native.build(request.param)
     assert lib is not None
+    assert lib.isa == request.param
     monkeypatch.setitem(_native._STATE, "kernel", lib)
     return lib
 
@@ -41,9 +54,10 @@ def _agree(bench, target, **kw):
     return c
 
 
-def test_portable_build_reports_its_loop(kernel):
-    assert kernel.isa in ("avx512", "portable")
-    assert _native.build(portable=True).isa == "portable"
+def test_each_loop_reports_itself_and_every_cpu_runs_the_portable_one(kernel):
+    assert kernel.isa in _cbuild.KERNEL_PATHS
+    assert _native.build("portable").isa == "portable"
+    assert kernel.features == _native.features()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -154,15 +168,94 @@ def test_constant_tensors_with_extreme_values(value):
     _agree(bench, rng.standard_normal(1000))  # u/v below the normal range for every lane
 
 
-def test_numpy_can_be_forced(monkeypatch):
+@pytest.fixture
+def fresh_load(monkeypatch):
+    """``_native.load`` as in a new process (the chosen kernel is cached per process)."""
+    monkeypatch.setattr(_native, "_STATE", {})
+    monkeypatch.setattr(_cbuild, "_SAID", set())
+    return _native.load
+
+
+def test_numpy_can_be_forced(monkeypatch, fresh_load):
     monkeypatch.setenv("TENSORSIGHT_KERNEL", "numpy")
-    saved = dict(_native._STATE)
-    _native._STATE.clear()
-    try:
-        assert _native.load() is None
-    finally:
-        _native._STATE.clear()
-        _native._STATE.update(saved)
+    assert fresh_load() is None
+
+
+def test_dispatch_runs_the_fastest_loop_the_cpu_has(monkeypatch, fresh_load, capsys):
+    monkeypatch.delenv("TENSORSIGHT_KERNEL", raising=False)
+    features = _native.features()
+    best = next(p for p in _cbuild.KERNEL_PATHS if not _cbuild.missing_features(p, features))
+    assert fresh_load().isa == best
+    assert capsys.readouterr().err == ""
+
+
+def test_each_loop_the_cpu_has_can_be_forced(monkeypatch, kernel, fresh_load, capsys):
+    monkeypatch.setenv("TENSORSIGHT_KERNEL", kernel.isa.upper())
+    assert fresh_load().isa == kernel.isa
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("features", "asked", "runs", "lacks"),
+    [
+        ({"avx2", "fma"}, "avx512", "avx2", "avx512f, avx512dq"),
+        ({"avx2", "fma", "avx512f"}, "avx512", "avx2", "avx512dq"),
+        ({"avx2"}, "avx2", "portable", "fma"),
+        (set(), "avx512", "portable", "avx512f, avx512dq, avx2, fma"),
+    ],
+)
+def test_forcing_a_loop_the_cpu_lacks_runs_the_best_it_has_and_says_so_once(
+    monkeypatch, fresh_load, capsys, features, asked, runs, lacks
+):
+    """The CPU's answer is narrowed (as on an AVX2-only or a non-x86 machine); the library
+    and its loops are the real ones."""
+    monkeypatch.setattr(_native, "cpu_features", lambda _lib: frozenset(features))
+    monkeypatch.setenv("TENSORSIGHT_KERNEL", asked)
+    assert fresh_load().isa == runs
+    err = capsys.readouterr().err
+    assert err == (
+        f"tensorsight: TENSORSIGHT_KERNEL={asked} needs {lacks}, which this CPU lacks; "
+        f"using {runs}\n"
+    )
+    monkeypatch.setattr(_native, "_STATE", {})
+    assert _native.load().isa == runs
+    assert capsys.readouterr().err == ""  # said once per process
+    with pytest.raises(ValueError, match=f"this CPU lacks {lacks}"):
+        _native.build(asked)
+
+
+def test_an_unknown_choice_runs_the_default_and_says_so(monkeypatch, fresh_load, capsys):
+    monkeypatch.delenv("TENSORSIGHT_KERNEL", raising=False)
+    want = fresh_load().isa
+    monkeypatch.setattr(_native, "_STATE", {})
+    monkeypatch.setenv("TENSORSIGHT_KERNEL", "sse9")
+    assert _native.load().isa == want
+    assert capsys.readouterr().err == (
+        "tensorsight: TENSORSIGHT_KERNEL=sse9 is not one of auto, avx512, avx2, portable, "
+        f"numpy; using {want}\n"
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 7, 8, 9, 15, 17, 8195])
+def test_tails_wide_ranges_and_half_precision(dtype, n):
+    """Lengths around every lane width (4, 8) and the 8192-element block, values over the
+    dtype's whole exponent range with both signs, then NaN/Inf in the last (tail) lane."""
+    rng = np.random.default_rng(n)
+    info = ml_dtypes.finfo(dtype)
+    lo, hi = np.log2(float(info.smallest_normal)), np.log2(float(info.max)) - 1
+    mag = np.exp2(rng.uniform(lo, hi, n))
+    bench = (mag * rng.choice([-1.0, 1.0], n)).astype(dtype)
+    target = (bench.astype(np.float64) * (1 + 1e-2 * rng.standard_normal(n))).astype(dtype)
+    target[::5] = bench[::5]
+    _agree(bench, target)
+    _agree(bench.astype(np.float64), target)  # mixed dtypes go through a float64 copy
+    for value in (np.nan, np.inf, -np.inf):
+        b, t = bench.copy(), target.copy()
+        b[-1] = t[-1] = value
+        _agree(b, t)
+        t[-1] = 0
+        _agree(b, t)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -1,19 +1,23 @@
 /* tensorsight fused metric kernel: one pass over a (target x, bench y) chunk.
  *
- * Compiled on first use by tensorsight/compare/metrics/_native.py (cc -O3 -march=native);
- * the numpy implementation in kernel.py is the reference and the fallback. Every sum is a
- * float64 accumulation and every per-element step is float64 arithmetic. The caller
- * handles non-finite values: when a chunk's sums come back non-finite it recomputes that
- * chunk with numpy's masked path.
+ * Compiled on first use by tensorsight/compare/metrics/_native.py for the baseline of the
+ * machine's architecture (no -march=native: a cached library runs on any CPU of the
+ * architecture); the numpy implementation in kernel.py is the reference and the fallback.
+ * Every sum is a float64 accumulation and every per-element step is float64 arithmetic.
+ * The caller handles non-finite values: when a chunk's sums come back non-finite it
+ * recomputes that chunk with numpy's masked path.
  *
- * Two implementations of the same pass: a portable loop the compiler vectorises
- * (TS_BODY), and, where the compiler targets AVX-512 (F + DQ), explicit 8-lane code
- * (TS_AVX512_BODY) that the auto-vectoriser cannot reach: it reads the two "within"
- * ratios off the relative-error quotient and counts them with popcount on the integer
- * side, and it picks the cheapest exact form of log(u/v) per vector of 8 elements (see
- * ts_log_ratio8). The loop is bound by its vector operations (each one saved is ~2 % of
- * its time on Zen 4), not by memory. -DTS_PORTABLE forces the
- * portable loop (the tests build both and compare them with numpy).
+ * Three implementations of the same pass, each exported under its own suffix, the caller
+ * choosing one at run time from ts_cpu_features() (cpuid) and TENSORSIGHT_KERNEL:
+ *   _portable  a loop the compiler vectorises for the baseline (SSE2 on x86-64, NEON on
+ *              aarch64), TS_BODY;
+ *   _avx2      explicit 4-lane AVX2 + FMA code (x86-64 only), TS_AVX2_BODY;
+ *   _avx512    explicit 8-lane AVX-512 F + DQ code (x86-64 only), TS_AVX512_BODY.
+ * The explicit loops do what the auto-vectoriser cannot: they read the two "within" ratios
+ * off the relative-error quotient, and they pick the cheapest exact form of log(u/v) per
+ * vector (see ts_log_ratio8). They are bound by their vector operations (each one saved is
+ * ~2 % of their time on Zen 4), not by memory. Each is compiled with a per-function target
+ * attribute, so only the functions the CPU can run are ever called.
  *
  * acc layout (all doubles, zeroed by the caller):
  *   0 sx  1 sy  2 sxx(shifted) 3 syy(shifted) 4 sxy 5 sdd 6 sad 7 acc_rel 8 max_abs
@@ -23,10 +27,25 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(TS_PORTABLE)
-#define TS_AVX512 1
+#if defined(__x86_64__) || defined(_M_X64)
+#define TS_X86 1
 #include <immintrin.h>
+#define TS_AVX2 __attribute__((target("avx2,fma")))
+#define TS_AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq")))
 #endif
+
+/* bit 0 avx2, 1 fma, 2 avx512f, 3 avx512dq, as the CPU and the OS (saved vector state)
+   support them; 0 off x86-64 */
+int ts_cpu_features(void) {
+#ifdef TS_X86
+    __builtin_cpu_init();
+    return (__builtin_cpu_supports("avx2") ? 1 : 0) | (__builtin_cpu_supports("fma") ? 2 : 0) |
+           (__builtin_cpu_supports("avx512f") ? 4 : 0) |
+           (__builtin_cpu_supports("avx512dq") ? 8 : 0);
+#else
+    return 0;
+#endif
+}
 
 #define EPS64 2.220446049250313e-16
 #define EPS32 1.1920928955078125e-07
@@ -46,13 +65,20 @@ static inline double ts_log(double u, double v) {
        to an Inf or NaN bit pattern, which makes the result NaN as well. */
     double q = u / v;
     int ok = q >= DBL_MIN_NORMAL && q <= DBL_MAX_FINITE;
-    int64_t b, vb;
+    uint64_t b, vb;
     memcpy(&b, &q, 8);
     memcpy(&vb, &v, 8);
-    int64_t k = (b - 0x3FE6A09E667F3BCDLL) >> 52;
-    int64_t wb = vb + (int64_t)((uint64_t)k << 52);
-    double w;
+    /* t = k + 1024 through an unsigned shift of a value biased by 2**62 = 1024 * 2**52, and
+       k as a double from t in the mantissa of 2**52 + t: baseline SSE2 (and AVX2) have no
+       64-bit arithmetic shift nor int64 -> double conversion, and emulating them kept the
+       compiler's vector loop slower than scalar code */
+    uint64_t t = (b - 0x3FE6A09E667F3BCDULL + (1ULL << 62)) >> 52;
+    uint64_t wb = vb + ((t - 1024) << 52);
+    uint64_t tb = t | 0x4330000000000000ULL;
+    double w, kd;
     memcpy(&w, &wb, 8);
+    memcpy(&kd, &tb, 8);
+    kd -= 0x1p52 + 1024.0;
     double s = (u - w) / (u + w);
     double z = s * s;
     /* 2 atanh(s) = 2s (1 + z/3 + z^2/5 + ... + z^9/19), |s| <= 0.1716: the first omitted
@@ -60,7 +86,7 @@ static inline double ts_log(double u, double v) {
     double z2 = z * z;
     double a = 2.0 / 5 + z2 * (2.0 / 9 + z2 * (2.0 / 13 + z2 * (2.0 / 17)));
     double c = 2.0 / 3 + z2 * (2.0 / 7 + z2 * (2.0 / 11 + z2 * (2.0 / 15 + z2 * (2.0 / 19))));
-    double r = (double)k * LN2 + s * (2.0 + z * (c + z * a));
+    double r = kd * LN2 + s * (2.0 + z * (c + z * a));
     return ok ? r : __builtin_nan("");
 }
 
@@ -143,9 +169,10 @@ static inline void ts_add_block(double *acc, const double *b) {
                                                                           : acc[i] + b[i];
 }
 
-#define TS_BLOCKED(NAME, BLOCK, CT)                                                         \
-    static void NAME(const CT *x, const CT *y, int64_t n, double kx, double ky, double xo, \
-                     double xsc, double yo, double ysc, double ulp_floor, double *acc) {   \
+#define TS_BLOCKED(NAME, BLOCK, CT, ATTR)                                                   \
+    ATTR static void NAME(const CT *x, const CT *y, int64_t n, double kx, double ky,       \
+                          double xo, double xsc, double yo, double ysc, double ulp_floor,  \
+                          double *acc) {                                                   \
         double b[18];                                                                      \
         for (int i = 0; i < 18; i++) acc[i] = 0.0;                                         \
         for (int64_t s = 0; s < n; s += TS_BLOCK) {                                        \
@@ -155,10 +182,210 @@ static inline void ts_add_block(double *acc, const double *b) {
         }                                                                                  \
     }
 
-#ifdef TS_AVX512
+TS_BLOCKED(ts_portable_f32, ts_portable_block_f32, float, )
+TS_BLOCKED(ts_portable_f64, ts_portable_block_f64, double, )
+
+/* out[i] = log(u[i] / v[i]) as the portable pass computes it for KL (u, v >= 2**-1021), for
+   tests; _avx2 and _avx512 below give their loops' values */
+void ts_log_ratio_portable(const double *u, const double *v, int64_t n, double *out) {
+    for (int64_t i = 0; i < n; i++) out[i] = ts_log(u[i], v[i]);
+}
+
+#ifdef TS_X86
+/* ---------------------------------------------------------------- AVX2 + FMA, 4 lanes */
+
+/* the same series as ts_atanh8 (below) and its two shorter forms, 4 lanes at a time */
+TS_AVX2 static inline __m256d ts_atanh4(__m256d s, __m256d z) {
+    __m256d z2 = _mm256_mul_pd(z, z);
+    __m256d a = _mm256_set1_pd(2.0 / 17);
+    a = _mm256_fmadd_pd(a, z2, _mm256_set1_pd(2.0 / 13));
+    a = _mm256_fmadd_pd(a, z2, _mm256_set1_pd(2.0 / 9));
+    a = _mm256_fmadd_pd(a, z2, _mm256_set1_pd(2.0 / 5));
+    a = _mm256_fmadd_pd(a, z2, _mm256_set1_pd(2.0));
+    __m256d c = _mm256_set1_pd(2.0 / 19);
+    c = _mm256_fmadd_pd(c, z2, _mm256_set1_pd(2.0 / 15));
+    c = _mm256_fmadd_pd(c, z2, _mm256_set1_pd(2.0 / 11));
+    c = _mm256_fmadd_pd(c, z2, _mm256_set1_pd(2.0 / 7));
+    c = _mm256_fmadd_pd(c, z2, _mm256_set1_pd(2.0 / 3));
+    return _mm256_mul_pd(s, _mm256_fmadd_pd(c, z, a));
+}
+
+TS_AVX2 static inline __m256d ts_atanh4_short(__m256d s, __m256d z) {
+    __m256d p = _mm256_set1_pd(2.0 / 7);
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0 / 5));
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0 / 3));
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0));
+    return _mm256_mul_pd(s, p);
+}
+
+TS_AVX2 static inline __m256d ts_atanh4_shorter(__m256d s, __m256d z) {
+    __m256d p = _mm256_set1_pd(2.0 / 5);
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0 / 3));
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0));
+    return _mm256_mul_pd(s, p);
+}
+
+/* ts_log for 4 lanes, with ts_log's shift and conversion (AVX2 has no 64-bit arithmetic
+   shift nor int64 -> double conversion): k + 1024 from an unsigned shift of the quotient's
+   bits biased by 2**62, k as a double from the mantissa of 2**52 + (k + 1024) */
+TS_AVX2 static inline __m256d ts_log_any4(__m256d u, __m256d v) {
+    __m256d q = _mm256_div_pd(u, v);
+    __m256d ok = _mm256_and_pd(_mm256_cmp_pd(q, _mm256_set1_pd(DBL_MIN_NORMAL), _CMP_GE_OQ),
+                               _mm256_cmp_pd(q, _mm256_set1_pd(DBL_MAX_FINITE), _CMP_LE_OQ));
+    __m256i t = _mm256_srli_epi64(
+        _mm256_add_epi64(_mm256_castpd_si256(q),
+                         _mm256_set1_epi64x((long long)((1ULL << 62) - 0x3FE6A09E667F3BCDULL))),
+        52);
+    __m256i k52 = _mm256_slli_epi64(_mm256_sub_epi64(t, _mm256_set1_epi64x(1024)), 52);
+    __m256d w = _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(v), k52));
+    __m256d kd = _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_or_si256(t, _mm256_set1_epi64x(0x4330000000000000LL))),
+        _mm256_set1_pd(0x1p52 + 1024.0));
+    __m256d s = _mm256_div_pd(_mm256_sub_pd(u, w), _mm256_add_pd(u, w));
+    __m256d r = _mm256_fmadd_pd(kd, _mm256_set1_pd(LN2), ts_atanh4(s, _mm256_mul_pd(s, s)));
+    return _mm256_blendv_pd(_mm256_set1_pd(__builtin_nan("")), r, ok);
+}
+
+/* ts_log_ratio8's choice of form, per vector of 4 */
+TS_AVX2 static inline __m256d ts_log_ratio4(__m256d u, __m256d v, __m256d u_minus_v) {
+    __m256d s = _mm256_div_pd(u_minus_v, _mm256_add_pd(u, v));
+    __m256d z = _mm256_mul_pd(s, s);
+    if (!_mm256_movemask_pd(_mm256_cmp_pd(z, _mm256_set1_pd(1e-6), _CMP_GT_OQ))) {
+        return ts_atanh4_shorter(s, z);
+    }
+    if (!_mm256_movemask_pd(_mm256_cmp_pd(z, _mm256_set1_pd(1e-4), _CMP_GT_OQ))) {
+        return ts_atanh4_short(s, z);
+    }
+    if (!_mm256_movemask_pd(_mm256_cmp_pd(z, _mm256_set1_pd(0.1716 * 0.1716), _CMP_GT_OQ))) {
+        return ts_atanh4(s, z);
+    }
+    return ts_log_any4(u, v);
+}
+
+TS_AVX2 static inline double ts_hadd4(__m256d a) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+TS_AVX2 static inline double ts_hmax4(__m256d a) {
+    __m128d m = _mm_max_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
+}
+
+TS_AVX2 static inline int64_t ts_hadd4_i64(__m256i a) {
+    int64_t v[4];
+    _mm256_storeu_si256((__m256i *)v, a);
+    return v[0] + v[1] + v[2] + v[3];
+}
+
+#define TS_LOAD4_F32(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define TS_LOAD4_F64(p) _mm256_loadu_pd(p)
+
+/* TS_AVX512_BODY's steps on 4 lanes: masks are vectors, the "within" counts are vector
+   sums of the compare results (-1 per lane), |.| clears the sign bit */
+#define TS_AVX2_BODY(T, LOAD)                                                               \
+    const __m256d zero = _mm256_setzero_pd();                                              \
+    __m256d sx = zero, sy = zero, sxx = zero, syy = zero, sxy = zero, sdd = zero;           \
+    __m256d sad = zero, arel = zero, mabs = zero, mrel = zero, mulp = zero;                \
+    __m256d ku = zero, kd = zero, ks = zero, rxx = zero, ryy = zero;                       \
+    __m256i w1 = _mm256_setzero_si256(), w5 = _mm256_setzero_si256();                      \
+    const __m256d KX = _mm256_set1_pd(kx), KY = _mm256_set1_pd(ky);                        \
+    const __m256d XO = _mm256_set1_pd(xo), XSC = _mm256_set1_pd(xsc);                      \
+    const __m256d YO = _mm256_set1_pd(yo), YSC = _mm256_set1_pd(ysc);                      \
+    const __m256d E32 = _mm256_set1_pd(EPS32), E64 = _mm256_set1_pd(EPS64);                \
+    const __m256d T1 = _mm256_set1_pd(1e-3), T5 = _mm256_set1_pd(5e-3);                    \
+    const __m256d FLOOR = _mm256_set1_pd(ulp_floor);                                        \
+    const __m256d ABS = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));     \
+    const __m256d EXPMASK = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000LL)); \
+    const __m256i INVC = _mm256_set1_epi64x(0x7FE0000000000000LL);                         \
+    int64_t n4 = n & ~(int64_t)3;                                                          \
+    for (int64_t i = 0; i < n4; i += 4) {                                                  \
+        _mm_prefetch((const char *)(x + i) + 4096, _MM_HINT_T0);                           \
+        _mm_prefetch((const char *)(y + i) + 4096, _MM_HINT_T0);                           \
+        __m256d X = LOAD(x + i), Y = LOAD(y + i);                                          \
+        __m256d xs = _mm256_sub_pd(X, KX), ys = _mm256_sub_pd(Y, KY);                      \
+        sx = _mm256_add_pd(sx, xs);                                                        \
+        sy = _mm256_add_pd(sy, ys);                                                        \
+        sxx = _mm256_fmadd_pd(xs, xs, sxx);                                                \
+        syy = _mm256_fmadd_pd(ys, ys, syy);                                                \
+        rxx = _mm256_fmadd_pd(X, X, rxx);                                                  \
+        ryy = _mm256_fmadd_pd(Y, Y, ryy);                                                  \
+        sxy = _mm256_fmadd_pd(X, Y, sxy);                                                  \
+        __m256d d = _mm256_sub_pd(X, Y);                                                   \
+        sdd = _mm256_fmadd_pd(d, d, sdd);                                                  \
+        __m256d ad = _mm256_and_pd(d, ABS), ay = _mm256_and_pd(Y, ABS);                    \
+        sad = _mm256_add_pd(sad, ad);                                                      \
+        mabs = _mm256_max_pd(mabs, ad);                                                    \
+        __m256d big = _mm256_cmp_pd(ay, E64, _CMP_GT_OQ);                                  \
+        __m256d r = _mm256_div_pd(ad, ay);                                                 \
+        __m256d rb = _mm256_and_pd(big, r);                                                \
+        arel = _mm256_add_pd(arel, rb);                                                    \
+        mrel = _mm256_max_pd(mrel, rb);                                                    \
+        w1 = _mm256_sub_epi64(w1, _mm256_castpd_si256(_mm256_cmp_pd(r, T1, _CMP_NGE_UQ)));  \
+        w5 = _mm256_sub_epi64(w5, _mm256_castpd_si256(_mm256_cmp_pd(r, T5, _CMP_NGE_UQ)));  \
+        __m256d e = _mm256_max_pd(_mm256_and_pd(ay, EXPMASK), FLOOR);                      \
+        __m256d inv = _mm256_castsi256_pd(_mm256_sub_epi64(INVC, _mm256_castpd_si256(e))); \
+        mulp = _mm256_max_pd(mulp, _mm256_mul_pd(ad, inv));                                \
+        __m256d u = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(X, XO), XSC), E32);          \
+        __m256d v = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(Y, YO), YSC), E32);          \
+        ku = _mm256_add_pd(ku, u);                                                         \
+        __m256d umv = _mm256_sub_pd(u, v);                                                 \
+        kd = _mm256_sub_pd(kd, umv);                                                       \
+        ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, umv), ks);                             \
+    }                                                                                      \
+    double tail[18] = {0};                                                                 \
+    if (n > n4) {                                                                          \
+        ts_portable_block_##T(x + n4, y + n4, n - n4, kx, ky, xo, xsc, yo, ysc, ulp_floor, \
+                              tail);                                                       \
+    }                                                                                      \
+    acc[0] = ts_hadd4(sx) + tail[0];                                                       \
+    acc[1] = ts_hadd4(sy) + tail[1];                                                       \
+    acc[2] = ts_hadd4(sxx) + tail[2];                                                      \
+    acc[3] = ts_hadd4(syy) + tail[3];                                                      \
+    acc[4] = ts_hadd4(sxy) + tail[4];                                                      \
+    acc[5] = ts_hadd4(sdd) + tail[5];                                                      \
+    acc[6] = ts_hadd4(sad) + tail[6];                                                      \
+    acc[7] = ts_hadd4(arel) + tail[7];                                                     \
+    acc[8] = ts_max(ts_hmax4(mabs), tail[8]);                                              \
+    acc[9] = ts_max(ts_hmax4(mrel), tail[9]);                                              \
+    acc[10] = (double)ts_hadd4_i64(w1) + tail[10];                                         \
+    acc[11] = (double)ts_hadd4_i64(w5) + tail[11];                                         \
+    acc[12] = ts_max(ts_hmax4(mulp), tail[12]);                                            \
+    acc[13] = ts_hadd4(ku) + tail[13];                                                     \
+    acc[14] = ts_hadd4(kd) + tail[14];                                                     \
+    acc[15] = ts_hadd4(ks) + tail[15];                                                     \
+    acc[16] = ts_hadd4(rxx) + tail[16];                                                    \
+    acc[17] = ts_hadd4(ryy) + tail[17];
+
+TS_AVX2 static void ts_avx2_block_f32(const float *x, const float *y, int64_t n, double kx,
+                                      double ky, double xo, double xsc, double yo, double ysc,
+                                      double ulp_floor, double *acc) {
+    TS_AVX2_BODY(f32, TS_LOAD4_F32)
+}
+
+TS_AVX2 static void ts_avx2_block_f64(const double *x, const double *y, int64_t n, double kx,
+                                      double ky, double xo, double xsc, double yo, double ysc,
+                                      double ulp_floor, double *acc) {
+    TS_AVX2_BODY(f64, TS_LOAD4_F64)
+}
+
+TS_BLOCKED(ts_avx2_f32, ts_avx2_block_f32, float, TS_AVX2)
+TS_BLOCKED(ts_avx2_f64, ts_avx2_block_f64, double, TS_AVX2)
+
+TS_AVX2 void ts_log_ratio_avx2(const double *u, const double *v, int64_t n, double *out) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d u4 = _mm256_loadu_pd(u + i), v4 = _mm256_loadu_pd(v + i);
+        _mm256_storeu_pd(out + i, ts_log_ratio4(u4, v4, _mm256_sub_pd(u4, v4)));
+    }
+    for (; i < n; i++) out[i] = ts_log(u[i], v[i]);
+}
+
+/* ------------------------------------------------------------- AVX-512 F + DQ, 8 lanes */
+
 /* 2 atanh(s) = s P(z), z = s^2, P = 2 (1 + z/3 + ... + z^9/19): |s| <= 0.1716 (first omitted
    term below 2.5e-17 relatively); even and odd halves in two chains for a short latency */
-static inline __m512d ts_atanh8(__m512d s, __m512d z) {
+TS_AVX512 static inline __m512d ts_atanh8(__m512d s, __m512d z) {
     __m512d z2 = _mm512_mul_pd(z, z);
     __m512d a = _mm512_set1_pd(2.0 / 17);
     a = _mm512_fmadd_pd(a, z2, _mm512_set1_pd(2.0 / 13));
@@ -174,7 +401,7 @@ static inline __m512d ts_atanh8(__m512d s, __m512d z) {
 }
 
 /* the same series to z^3, for z <= 1e-4 (first omitted term below 1.2e-17 relatively) */
-static inline __m512d ts_atanh8_short(__m512d s, __m512d z) {
+TS_AVX512 static inline __m512d ts_atanh8_short(__m512d s, __m512d z) {
     __m512d p = _mm512_set1_pd(2.0 / 7);
     p = _mm512_fmadd_pd(p, z, _mm512_set1_pd(2.0 / 5));
     p = _mm512_fmadd_pd(p, z, _mm512_set1_pd(2.0 / 3));
@@ -183,7 +410,7 @@ static inline __m512d ts_atanh8_short(__m512d s, __m512d z) {
 }
 
 /* the series to z^2, for z <= 1e-6 (first omitted term below 2.9e-19 relatively) */
-static inline __m512d ts_atanh8_shorter(__m512d s, __m512d z) {
+TS_AVX512 static inline __m512d ts_atanh8_shorter(__m512d s, __m512d z) {
     __m512d p = _mm512_set1_pd(2.0 / 5);
     p = _mm512_fmadd_pd(p, z, _mm512_set1_pd(2.0 / 3));
     p = _mm512_fmadd_pd(p, z, _mm512_set1_pd(2.0));
@@ -191,7 +418,7 @@ static inline __m512d ts_atanh8_shorter(__m512d s, __m512d z) {
 }
 
 /* ts_log for 8 lanes: log(u/v) for u, v >= 2**-1021, NaN where ts_log gives NaN */
-static inline __m512d ts_log_any8(__m512d u, __m512d v) {
+TS_AVX512 static inline __m512d ts_log_any8(__m512d u, __m512d v) {
     __m512d q = _mm512_div_pd(u, v);
     __mmask8 ok = _mm512_cmp_pd_mask(q, _mm512_set1_pd(DBL_MIN_NORMAL), _CMP_GE_OQ) &
                   _mm512_cmp_pd_mask(q, _mm512_set1_pd(DBL_MAX_FINITE), _CMP_LE_OQ);
@@ -210,7 +437,7 @@ static inline __m512d ts_log_any8(__m512d u, __m512d v) {
    to z^3 when every |s| <= 0.01 (the common cases when two runs agree), the full one while
    every |s| <= 0.1716 (u/v within [0.707, 1.414]), else the general form for all 8 lanes. u - v comes from the caller,
    which also sums it for KL. */
-static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_minus_v) {
+TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_minus_v) {
     __m512d s = _mm512_div_pd(u_minus_v, _mm512_add_pd(u, v));
     __m512d z = _mm512_mul_pd(s, s);
     if (!_mm512_cmp_pd_mask(z, _mm512_set1_pd(1e-6), _CMP_GT_OQ)) return ts_atanh8_shorter(s, z);
@@ -221,15 +448,16 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_minus_v) {
     return ts_log_any8(u, v);
 }
 
-#define TS_LOAD_F32(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
-#define TS_LOAD_F64(p) _mm512_loadu_pd(p)
+#define TS_LOAD8_F32(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define TS_LOAD8_F64(p) _mm512_loadu_pd(p)
 
 #define TS_AVX512_BODY(T, LOAD)                                                             \
     const __m512d zero = _mm512_setzero_pd();                                              \
     __m512d sx = zero, sy = zero, sxx = zero, syy = zero, sxy = zero, sdd = zero;           \
     __m512d sad = zero, arel = zero, mabs = zero, mrel = zero, mulp = zero;                \
     __m512d ku = zero, kd = zero, ks = zero, rxx = zero, ryy = zero;                       \
-    int64_t w1 = 0, w5 = 0;                                                                \
+    __m512i w1 = _mm512_setzero_si512(), w5 = _mm512_setzero_si512();                      \
+    const __m512i ONE = _mm512_set1_epi64(1);                                              \
     const __m512d KX = _mm512_set1_pd(kx), KY = _mm512_set1_pd(ky);                        \
     const __m512d XO = _mm512_set1_pd(xo), XSC = _mm512_set1_pd(xsc);                      \
     const __m512d YO = _mm512_set1_pd(yo), YSC = _mm512_set1_pd(ysc);                      \
@@ -265,8 +493,8 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_minus_v) {
         mrel = _mm512_mask_max_pd(mrel, big, mrel, r);                                     \
         /* msprobe's ratios, |d| < t |y|, as "not r >= t": true for r < t and for 0/0    \
            (no error), false for +Inf */                                                   \
-        w1 += __builtin_popcount((unsigned)_mm512_cmp_pd_mask(r, T1, _CMP_NGE_UQ));        \
-        w5 += __builtin_popcount((unsigned)_mm512_cmp_pd_mask(r, T5, _CMP_NGE_UQ));        \
+        w1 = _mm512_mask_add_epi64(w1, _mm512_cmp_pd_mask(r, T1, _CMP_NGE_UQ), w1, ONE);   \
+        w5 = _mm512_mask_add_epi64(w5, _mm512_cmp_pd_mask(r, T5, _CMP_NGE_UQ), w5, ONE);   \
         /* |d| / max(2**floor(log2 |y|), floor): exponent bits, exact */                    \
         __m512d e = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(ay), EXPMASK)); \
         e = _mm512_max_pd(e, FLOOR);                                                       \
@@ -294,8 +522,8 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_minus_v) {
     acc[7] = _mm512_reduce_add_pd(arel) + tail[7];                                         \
     acc[8] = ts_max(_mm512_reduce_max_pd(mabs), tail[8]);                                  \
     acc[9] = ts_max(_mm512_reduce_max_pd(mrel), tail[9]);                                  \
-    acc[10] = (double)w1 + tail[10];                                                       \
-    acc[11] = (double)w5 + tail[11];                                                       \
+    acc[10] = (double)_mm512_reduce_add_epi64(w1) + tail[10];                              \
+    acc[11] = (double)_mm512_reduce_add_epi64(w5) + tail[11];                              \
     acc[12] = ts_max(_mm512_reduce_max_pd(mulp), tail[12]);                                \
     acc[13] = _mm512_reduce_add_pd(ku) + tail[13];                                         \
     acc[14] = _mm512_reduce_add_pd(kd) + tail[14];                                         \
@@ -303,63 +531,48 @@ static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_minus_v) {
     acc[16] = _mm512_reduce_add_pd(rxx) + tail[16];                                        \
     acc[17] = _mm512_reduce_add_pd(ryy) + tail[17];
 
-static void ts_avx512_block_f32(const float *x, const float *y, int64_t n, double kx, double ky,
+TS_AVX512 static void ts_avx512_block_f32(const float *x, const float *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,
                           double *acc) {
-    TS_AVX512_BODY(f32, TS_LOAD_F32)
+    TS_AVX512_BODY(f32, TS_LOAD8_F32)
 }
 
-static void ts_avx512_block_f64(const double *x, const double *y, int64_t n, double kx, double ky,
+TS_AVX512 static void ts_avx512_block_f64(const double *x, const double *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,
                           double *acc) {
-    TS_AVX512_BODY(f64, TS_LOAD_F64)
+    TS_AVX512_BODY(f64, TS_LOAD8_F64)
 }
-TS_BLOCKED(ts_avx512_f32, ts_avx512_block_f32, float)
-TS_BLOCKED(ts_avx512_f64, ts_avx512_block_f64, double)
-#define TS_IMPL(T) ts_avx512_##T
-#define TS_ISA 1
-#else
-TS_BLOCKED(ts_portable_f32, ts_portable_block_f32, float)
-TS_BLOCKED(ts_portable_f64, ts_portable_block_f64, double)
-#define TS_IMPL(T) ts_portable_##T
-#define TS_ISA 0
-#endif
+TS_BLOCKED(ts_avx512_f32, ts_avx512_block_f32, float, TS_AVX512)
+TS_BLOCKED(ts_avx512_f64, ts_avx512_block_f64, double, TS_AVX512)
 
-/* 1 when the AVX-512 loop was compiled in, 0 for the portable one */
-int ts_kernel_isa(void) { return TS_ISA; }
-
-/* out[i] = log(u[i] / v[i]) as the pass computes it for KL (u, v >= 2**-1021), for tests */
-void ts_log_ratio(const double *u, const double *v, int64_t n, double *out) {
+TS_AVX512 void ts_log_ratio_avx512(const double *u, const double *v, int64_t n, double *out) {
     int64_t i = 0;
-#ifdef TS_AVX512
     for (; i + 8 <= n; i += 8) {
         __m512d u8 = _mm512_loadu_pd(u + i), v8 = _mm512_loadu_pd(v + i);
         _mm512_storeu_pd(out + i, ts_log_ratio8(u8, v8, _mm512_sub_pd(u8, v8)));
     }
-#endif
     for (; i < n; i++) out[i] = ts_log(u[i], v[i]);
 }
+#endif /* TS_X86 */
 
-void ts_pass_f32(const float *x, const float *y, int64_t n, double kx, double ky, double xo,
-                 double xsc, double yo, double ysc, double ulp_floor, double *acc) {
-    TS_IMPL(f32)(x, y, n, kx, ky, xo, xsc, yo, ysc, ulp_floor, acc);
-}
-
-void ts_pass_f64(const double *x, const double *y, int64_t n, double kx, double ky, double xo,
-                 double xsc, double yo, double ysc, double ulp_floor, double *acc) {
-    TS_IMPL(f64)(x, y, n, kx, ky, xo, xsc, yo, ysc, ulp_floor, acc);
-}
-
-/* Every chunk of `chunk` elements (the last one shorter) through ts_pass_*: out holds 20
- * doubles per chunk, the 18 accumulators of the layout above, then the chunk's shifts
- * kx = x[start] and ky = y[start] (the variance sums are shifted by a typical element: a
- * shift far from the mean, such as the minimum, would cost digits to cancellation). A
- * chunk whose shifts are not finite is left with out[0] = NaN (the caller recomputes it
- * with numpy, as any chunk with non-finite sums). One call per thread keeps Python (and
- * the GIL) out of the chunk loop. */
-#define TS_CHUNKS(T, CT)                                                                    \
-    void ts_chunks_##T(const CT *x, const CT *y, int64_t n, int64_t chunk, double xo,      \
-                       double xsc, double yo, double ysc, double ulp_floor, double *out) { \
+/* The exported entry points of one loop ISA:
+ * ts_pass_{f32,f64}_ISA: one chunk into the 18 accumulators of the layout above;
+ * ts_chunks_{f32,f64}_ISA: every chunk of `chunk` elements (the last one shorter): out holds
+ * 20 doubles per chunk, the 18 accumulators, then the chunk's shifts kx = x[start] and
+ * ky = y[start] (the variance sums are shifted by a typical element: a shift far from the
+ * mean, such as the minimum, would cost digits to cancellation). A chunk whose shifts are
+ * not finite is left with out[0] = NaN (the caller recomputes it with numpy, as any chunk
+ * with non-finite sums). One call per thread keeps Python (and the GIL) out of the chunk
+ * loop. */
+#define TS_ENTRY(ISA, T, CT)                                                                \
+    void ts_pass_##T##_##ISA(const CT *x, const CT *y, int64_t n, double kx, double ky,    \
+                             double xo, double xsc, double yo, double ysc, double ulp_floor, \
+                             double *acc) {                                                \
+        ts_##ISA##_##T(x, y, n, kx, ky, xo, xsc, yo, ysc, ulp_floor, acc);                 \
+    }                                                                                      \
+    void ts_chunks_##T##_##ISA(const CT *x, const CT *y, int64_t n, int64_t chunk,         \
+                               double xo, double xsc, double yo, double ysc,               \
+                               double ulp_floor, double *out) {                            \
         for (int64_t s = 0, c = 0; s < n; s += chunk, c++) {                               \
             int64_t m = n - s < chunk ? n - s : chunk;                                     \
             double *o = out + 20 * c;                                                      \
@@ -370,9 +583,15 @@ void ts_pass_f64(const double *x, const double *y, int64_t n, double kx, double 
                 o[0] = __builtin_nan("");                                                  \
                 continue;                                                                  \
             }                                                                              \
-            ts_pass_##T(x + s, y + s, m, kx, ky, xo, xsc, yo, ysc, ulp_floor, o);          \
+            ts_##ISA##_##T(x + s, y + s, m, kx, ky, xo, xsc, yo, ysc, ulp_floor, o);       \
         }                                                                                  \
     }
 
-TS_CHUNKS(f32, float)
-TS_CHUNKS(f64, double)
+TS_ENTRY(portable, f32, float)
+TS_ENTRY(portable, f64, double)
+#ifdef TS_X86
+TS_ENTRY(avx2, f32, float)
+TS_ENTRY(avx2, f64, double)
+TS_ENTRY(avx512, f32, float)
+TS_ENTRY(avx512, f64, double)
+#endif

@@ -1,28 +1,37 @@
 """Build and load the C version of the fused kernel (``_kernel.c``) on first use.
 
-The shared library is compiled and cached by :mod:`tensorsight._cbuild`. Without a compiler, or with
+The shared library is compiled for the architecture's baseline and cached by
+:mod:`tensorsight._cbuild`. It holds three loops: explicit AVX-512 (F + DQ) and AVX2 + FMA
+code, and a portable loop the compiler vectorises; :func:`load` binds the one that
+``$TENSORSIGHT_KERNEL`` asks for (``auto``: the fastest the CPU runs, read from cpuid at run
+time; see :func:`tensorsight._cbuild.kernel_path`). Without a compiler, or with
 ``TENSORSIGHT_KERNEL=numpy``, :func:`load` returns ``None`` and the numpy kernel runs.
-``_kernel.c`` holds two loops, an explicit AVX-512 one (used where ``-march=native`` offers
-AVX-512 F and DQ) and a portable one the compiler vectorises; :func:`build` with
-``portable=True`` builds the second anywhere, so the tests can check both.
+:func:`build` binds any loop the CPU runs, so the tests can check each of them.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
-from tensorsight._cbuild import load_c_library
+from tensorsight._cbuild import (
+    KERNEL_PATHS,
+    cpu_features,
+    kernel_path,
+    load_c_library,
+    missing_features,
+    numpy_forced,
+)
 
-__all__ = ["NativeKernel", "build", "load"]
+__all__ = ["NativeKernel", "build", "features", "load"]
 
-_FLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math"]
+_FLAGS = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math"]
 _SOURCE = Path(__file__).with_name("_kernel.c")
 _LOCK = threading.Lock()
 _STATE: dict[str, NativeKernel | None] = {}
+_LIB: dict[str, ctypes.CDLL | None] = {}
 
 _DOUBLE = ctypes.c_double
 _ARGS: list[Any] = [
@@ -45,26 +54,29 @@ _CHUNK_ARGS: list[Any] = [
 
 
 class NativeKernel:
-    """The loaded library: ``ts_pass_*`` (one chunk) and ``ts_chunks_*`` (see ``_kernel.c``).
+    """One loop of the library: ``ts_pass_*`` (one chunk) and ``ts_chunks_*`` (see ``_kernel.c``).
 
     Attributes:
         path: The shared library.
-        isa: ``"avx512"`` or ``"portable"``: which loop the library runs.
+        isa: ``"avx512"``, ``"avx2"`` or ``"portable"``: which loop this object runs.
+        features: The CPU's vector features as the library found them (cpuid).
     """
 
-    def __init__(self, lib: ctypes.CDLL, path: Path) -> None:
+    def __init__(self, lib: ctypes.CDLL, path: Path, isa: str, features: frozenset[str]) -> None:
         self.path = path
-        self.f32 = lib.ts_pass_f32
-        self.f64 = lib.ts_pass_f64
+        self.isa = isa
+        self.features = features
+        self.f32 = getattr(lib, f"ts_pass_f32_{isa}")
+        self.f64 = getattr(lib, f"ts_pass_f64_{isa}")
         for fn in (self.f32, self.f64):
             fn.argtypes = _ARGS
             fn.restype = None
-        self.chunks_f32 = lib.ts_chunks_f32
-        self.chunks_f64 = lib.ts_chunks_f64
+        self.chunks_f32 = getattr(lib, f"ts_chunks_f32_{isa}")
+        self.chunks_f64 = getattr(lib, f"ts_chunks_f64_{isa}")
         for fn in (self.chunks_f32, self.chunks_f64):
             fn.argtypes = _CHUNK_ARGS
             fn.restype = None
-        self.log_ratio = lib.ts_log_ratio
+        self.log_ratio = getattr(lib, f"ts_log_ratio_{isa}")
         self.log_ratio.argtypes = [
             ctypes.c_void_p,
             ctypes.c_void_p,
@@ -72,26 +84,52 @@ class NativeKernel:
             ctypes.c_void_p,
         ]
         self.log_ratio.restype = None
-        isa = lib.ts_kernel_isa
-        isa.argtypes = []
-        isa.restype = ctypes.c_int
-        self.isa = "avx512" if isa() == 1 else "portable"
 
 
-def build(*, portable: bool = False) -> NativeKernel | None:
-    """Compile (or take from the cache) and load the kernel; ``None`` without a compiler."""
-    flags = [*_FLAGS, "-DTS_PORTABLE"] if portable else _FLAGS
-    lib = load_c_library(_SOURCE, flags, name="kernel")
-    return None if lib is None else NativeKernel(lib, Path(lib._name))
+def _library() -> ctypes.CDLL | None:
+    with _LOCK:
+        if "lib" not in _LIB:
+            _LIB["lib"] = load_c_library(_SOURCE, _FLAGS, name="kernel")
+        return _LIB["lib"]
+
+
+def features() -> frozenset[str] | None:
+    """The CPU's vector features (``avx2``, ``fma``, ``avx512f``, ``avx512dq``) as the
+    kernel sees them; ``None`` without a compiler."""
+    lib = _library()
+    return None if lib is None else cpu_features(lib)
+
+
+def build(isa: str) -> NativeKernel | None:
+    """Compile (or take from the cache) and bind loop ``isa``; ``None`` without a compiler.
+
+    Raises:
+        ValueError: ``isa`` is not a loop, or the CPU lacks a feature it needs.
+    """
+    if isa not in KERNEL_PATHS:
+        msg = f"unknown kernel loop {isa!r}; choices: {', '.join(KERNEL_PATHS)}"
+        raise ValueError(msg)
+    lib = _library()
+    if lib is None:
+        return None
+    found = cpu_features(lib)
+    missing = missing_features(isa, found)
+    if missing:
+        msg = f"this CPU lacks {', '.join(missing)}, which the {isa} loop needs"
+        raise ValueError(msg)
+    return NativeKernel(lib, Path(lib._name), isa, found)
 
 
 def load() -> NativeKernel | None:
-    """The compiled kernel, or ``None`` when it cannot be built (numpy is used instead)."""
+    """The kernel ``$TENSORSIGHT_KERNEL`` chooses, or ``None`` (numpy is used instead)."""
     with _LOCK:
         if "kernel" in _STATE:
             return _STATE["kernel"]
-        kernel: NativeKernel | None = None
-        if os.environ.get("TENSORSIGHT_KERNEL", "").lower() != "numpy":
-            kernel = build()
-        _STATE["kernel"] = kernel
-        return kernel
+    lib = None if numpy_forced() else _library()
+    kernel: NativeKernel | None = None
+    if lib is not None:
+        isa = kernel_path(cpu_features(lib))
+        if isa is not None:
+            kernel = NativeKernel(lib, Path(lib._name), isa, cpu_features(lib))
+    with _LOCK:
+        return _STATE.setdefault("kernel", kernel)
