@@ -95,13 +95,19 @@ pytest: $(STAMP) $(WEB_BUILD) system-deps
 	$(call say,"pytest: the whole suite with coverage (~5 min on 2 cores)")
 	$(BIN)/pytest --cov --cov-report=term
 
-# The kernel-sensitive parts once per forced kernel path, so the loops users without AVX-512
-# (portable C) or without a C compiler (numpy) get are the ones tested; no coverage here.
+# The kernel-sensitive parts once per forced kernel path, each with torch's own CPU kernels
+# pinned to match, so what an AVX2-only CPU runs (our avx2 loop, ATen's AVX2 kernels), what a
+# CPU with no vector extension runs (portable C, ATen "default") and the no-compiler fallback
+# (numpy) are each tested on any machine; no coverage here.
 KERNEL_TESTS := tests/compare tests/capture
+KERNEL_PATHS := avx2:avx2 portable:default numpy:default
 kernel-paths: $(STAMP) system-deps
-	@set -e; for kernel in portable numpy; do \
-	  printf '\n==> %s with TENSORSIGHT_KERNEL=%s (~1 min)\n' "$(KERNEL_TESTS)" $$kernel; \
-	  TENSORSIGHT_KERNEL=$$kernel $(BIN)/pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
+	@set -e; for pair in $(KERNEL_PATHS); do \
+	  kernel=$${pair%%:*}; aten=$${pair##*:}; \
+	  printf '\n==> %s with TENSORSIGHT_KERNEL=%s ATEN_CPU_CAPABILITY=%s (~1 min)\n' \
+	    "$(KERNEL_TESTS)" $$kernel $$aten; \
+	  TENSORSIGHT_KERNEL=$$kernel ATEN_CPU_CAPABILITY=$$aten \
+	    $(BIN)/pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
 	done
 
 # The README's test command: every check CI runs (pytest last, so its summary ends the output).
