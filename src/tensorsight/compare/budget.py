@@ -40,11 +40,13 @@ differ (``warning``: fingerprints cannot agree across dtypes).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tensorsight.compare.flow import Origin
 from tensorsight.compare.metrics.kernel import dtype_precision
+from tensorsight.compare.reproduce import Reproduction
 from tensorsight.compare.result import OpComparison, Verdict
 from tensorsight.errors import UsageError
 
@@ -172,12 +174,24 @@ def _amplification(op: str, inp: OpComparison, out: OpComparison) -> float:
 
 @dataclass
 class JudgeState:
-    """What a profile remembers while it walks the ops in execution order."""
+    """What a profile remembers while it walks the ops in execution order.
+
+    ``origin`` and ``reproduce`` come from the engine (they read the dumps):
+    ``origin(index, index_target, tensor)`` says where an input came from (data flow,
+    :class:`~tensorsight.compare.flow.Origins`), ``reproduce(index, index_target, tensor)``
+    evaluates an output from its own side's inputs in float64
+    (:class:`~tensorsight.compare.reproduce.Reproducer`). Without them inputs are judged
+    against every error seen so far and outputs by the normwise budget alone.
+    """
 
     max_error_seen: float = 0.0
     forward_error: dict[str, float] = field(default_factory=dict)
     # "op in module" of every op (dtype casts excepted) that ran on one side only so far
     one_sided: list[str] = field(default_factory=list)
+    # error of every judged row, by (bench index, tensor): what an input inherits from its producer
+    errors: dict[tuple[int, str], float] = field(default_factory=dict)
+    origin: Callable[[int, int | None, str], Origin] | None = None
+    reproduce: Callable[[int, int | None, str], Reproduction | None] | None = None
 
     def note_one_sided(self, op: str, rows: Sequence[OpComparison]) -> None:
         """Remember ``op`` when every row of it exists on one side only (and it is no cast)."""
@@ -287,6 +301,8 @@ class BudgetProfile:
         in_errors = [(r, row_error(r)) for r in inputs]
         judged_out = [self._judge_output(op, r, u_low, inputs, in_errors, state) for r in outputs]
         for r in (*judged_in, *judged_out):
+            if r.error is not None and r.index is not None and r.index_target is not None:
+                state.errors[(r.index, r.tensor)] = r.error
             if r.error is not None and math.isfinite(r.error):
                 state.max_error_seen = max(state.max_error_seen, r.error)
                 if r.direction == "forward":
@@ -306,6 +322,12 @@ class BudgetProfile:
         u = max(unit_roundoff(row.dtype_bench), unit_roundoff(row.dtype_target))
         budget = self.safety * (u + state.max_error_seen)
         if e > budget and e > 0:
+            origin = None
+            if not produced and state.origin is not None and row.index is not None:
+                origin = state.origin(row.index, row.index_target, row.tensor)
+            verdict = _by_origin(origin, e, budget, state) if origin is not None else None
+            if verdict is not None:
+                return row.with_verdict(verdict)
             what = "Output of an op without inputs" if produced else "Input"
             if produced:
                 hint = "the op itself differs"
@@ -315,6 +337,8 @@ class BudgetProfile:
                     f"{n} op{'s' if n > 1 else ''} ran on one side only before it (first: "
                     f"{state.one_sided[0]}), so the runs' structures differ"
                 )
+            elif origin is not None and origin.kind == "parameter":
+                hint = "it is a parameter, and the parameters differ"
             else:
                 hint = "a parameter or model input differs"
             reason = (
@@ -374,6 +398,12 @@ class BudgetProfile:
             reason += f", K={k}" if k > 1 else ""
             reason += f", inherited {_fmt(e_in)})." if e_in else ")."
             return row.with_verdict(Verdict("pass", reason, budget, e))
+        tol = self.safety * local
+        rep = None
+        if state.reproduce is not None and row.index is not None and _is_float(row.dtype_target):
+            rep = state.reproduce(row.index, row.index_target, row.tensor)
+        if rep is not None and rep.bench <= tol and rep.target <= tol:
+            return row.with_verdict(_reproduced(row, rep, e, budget, e_in, gain))
         if saved > 0 and any(k in op.lower() for k in _PIECEWISE):
             reason = (
                 f"Error {_fmt(e)} exceeds budget {_fmt(budget)}, but this is the backward of a "
@@ -386,6 +416,45 @@ class BudgetProfile:
             why = "its inputs agree, so the difference starts here"
         reason = f"Error {_fmt(e)} exceeds budget {_fmt(budget)}: this op adds error ({why})."
         return row.with_verdict(Verdict("error", reason, budget, e))
+
+
+def _by_origin(origin: Origin, e: float, budget: float, state: JudgeState) -> Verdict | None:
+    """An input above what rounding and earlier errors explain, judged by where it came from:
+    inherited from a judged producer, or of unknown origin (a warning, never "a parameter
+    differs"); ``None`` leaves it to the structural and parameter checks."""
+    p = origin.producer
+    if origin.kind == "unknown":
+        reason = (
+            f"Input differs by {_fmt(e)}, more than rounding and every earlier op explain "
+            f"({_fmt(budget)}), and no recorded op produced it: unknown origin (a tensor made "
+            "outside the recorded ops, such as a gradient reaching the optimizer or an input "
+            "of a partial dump)."
+        )
+        return Verdict("warning", reason, budget, e)
+    if p is None or origin.side != "bench":
+        return None
+    known = state.errors.get((p.index, p.tensor))
+    if known is None:  # its producer has no counterpart: the structures differ before it
+        return None
+    reason = (
+        f"Input error {_fmt(e)} is inherited from op #{p.index} ({p.op} {p.tensor}, "
+        f"error {_fmt(known)}), judged there."
+    )
+    return Verdict("pass" if e <= INHERITED_WARNING else "warning", reason, budget, e)
+
+
+def _reproduced(
+    row: OpComparison, rep: Reproduction, e: float, budget: float, e_in: float, gain: float
+) -> Verdict:
+    """An output above its normwise budget that the op computed faithfully from its inputs."""
+    reason = (
+        f"Error {_fmt(e)} exceeds the normwise budget {_fmt(budget)}, but the op evaluated in "
+        f"float64 on the target's own inputs reproduces the target's output (relative L2 "
+        f"error {_fmt(rep.target)}; {rep.how}): it adds no error of its own, the difference "
+        f"is inherited from its inputs (differ by {_fmt(e_in)}) and ill-conditioned "
+        f"(gain x{_fmt(gain)}, element by element)."
+    )
+    return Verdict("pass" if e_in <= INHERITED_WARNING else "warning", reason, budget, e)
 
 
 class ClassicProfile:
