@@ -179,4 +179,3 @@ def test_an_input_of_unknown_origin_is_a_warning_and_a_produced_one_is_inherited
     assert "inherited from op #5" in row.reason
     [row], _ = prof.judge_op("aten.add_.Tensor", [_row("input.1", 0.5)], [], JudgeState())
     assert row.verdict == "error"  # without data flow: nothing explains it
-
