@@ -325,22 +325,34 @@ class BudgetProfile:
             origin = None
             if not produced and state.origin is not None and row.index is not None:
                 origin = state.origin(row.index, row.index_target, row.tensor)
-            verdict = _by_origin(origin, e, budget, state) if origin is not None else None
+            verdict = None
+            if origin is not None:
+                verdict = _by_origin(origin, e, budget, self.safety * u, self.safety, state)
             if verdict is not None:
                 return row.with_verdict(verdict)
             what = "Output of an op without inputs" if produced else "Input"
+            hints = []
+            if not produced and origin is not None and origin.diverted is not None:
+                d = origin.diverted
+                hints.append(
+                    f"on the target side it is the output of target op #{d.index} ({d.op}), "
+                    "not of the counterpart of its bench producer, so the data flows part there"
+                )
             if produced:
-                hint = "the op itself differs"
+                hints.append("the op itself differs")
             elif state.one_sided:
                 n = len(state.one_sided)
-                hint = (
+                hints.append(
                     f"{n} op{'s' if n > 1 else ''} ran on one side only before it (first: "
                     f"{state.one_sided[0]}), so the runs' structures differ"
                 )
+            elif hints:
+                pass
             elif origin is not None and origin.kind == "parameter":
-                hint = "it is a parameter, and the parameters differ"
+                hints.append("it is a parameter, and the parameters differ")
             else:
-                hint = "a parameter or model input differs"
+                hints.append("a parameter or model input differs")
+            hint = "; ".join(hints)
             reason = (
                 f"{what} differs by {_fmt(e)} but rounding and every earlier op explain at most "
                 f"{_fmt(budget)}: {hint}."
@@ -418,10 +430,14 @@ class BudgetProfile:
         return row.with_verdict(Verdict("error", reason, budget, e))
 
 
-def _by_origin(origin: Origin, e: float, budget: float, state: JudgeState) -> Verdict | None:
+def _by_origin(
+    origin: Origin, e: float, budget: float, rounding: float, safety: float, state: JudgeState
+) -> Verdict | None:
     """An input above what rounding and earlier errors explain, judged by where it came from:
-    inherited from a judged producer, or of unknown origin (a warning, never "a parameter
-    differs"); ``None`` leaves it to the structural and parameter checks."""
+    inherited from a judged producer whose error explains it (``rounding + safety * error``:
+    a cast in between rounds once more), or of unknown origin (a warning, never "a parameter
+    differs"); ``None`` leaves it to the structural and parameter checks (an input that its
+    bench producer's error does not explain passed through ops of one side only)."""
     p = origin.producer
     if origin.kind == "unknown":
         reason = (
@@ -434,7 +450,7 @@ def _by_origin(origin: Origin, e: float, budget: float, state: JudgeState) -> Ve
     if p is None or origin.side != "bench":
         return None
     known = state.errors.get((p.index, p.tensor))
-    if known is None:  # its producer has no counterpart: the structures differ before it
+    if known is None or e > rounding + safety * known:
         return None
     reason = (
         f"Input error {_fmt(e)} is inherited from op #{p.index} ({p.op} {p.tensor}, "

@@ -262,7 +262,7 @@ def _compare_rank(
     # judge op by op, in execution order (an optimizer's ops, recorded as forward, run after
     # the backward pass and inherit from it), with the data flow and replays of both dumps
     state = JudgeState(
-        origin=Origins(bs.ops, ts.ops),
+        origin=Origins(bs.ops, ts.ops, _mates(pairs)),
         reproduce=Reproducer(bs, ts, {op.index: op for op in bs.ops}),
     )
     groups: list[tuple[int, int]] = []
@@ -291,6 +291,15 @@ def _compare_rank(
     out: list[OpComparison] = [r for i, _ in groups for r in judged[i]]
     measure.resolve_layout(out)
     return out
+
+
+def _mates(pairs: Sequence[OpPair]) -> dict[int, int]:
+    """Bench index -> target index of the ops paired one to one."""
+    return {
+        p.bench[0].index: p.target[0].index
+        for p in pairs
+        if p.how != "unmatched" and len(p.bench) == len(p.target) == 1
+    }
 
 
 def _measure_all(

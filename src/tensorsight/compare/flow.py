@@ -20,15 +20,19 @@ from tensorsight.capture.schema import OpRecord, TensorRecord
 
 __all__ = ["DataFlow", "Origin", "Origins", "Producer", "tensor_identity"]
 
+_CASTS = ("aten._to_copy.", "aten.to.", "aten.type_as.", "aten.convert_element_type")
+
 
 def tensor_identity(rec: TensorRecord) -> Hashable | None:
     """A key equal for two rows holding the same tensor (``None``: no usable identity)."""
     s = rec.stats
     if s is None or s.min is None or s.max is None or s.min == s.max:
         return None
-    if s.mean is None or s.norm is None or s.has_nonfinite:
+    if s.mean is None or s.norm is None:
         return None
-    return (rec.shape, rec.dtype, s.min, s.max, s.mean, s.norm)
+    # repr: NaN statistics of two rows holding the same tensor compare equal too
+    values = (repr(s.min), repr(s.max), repr(s.mean), repr(s.norm))
+    return (rec.shape, rec.dtype, *values, s.nan_count, s.posinf_count, s.neginf_count)
 
 
 @dataclass(frozen=True)
@@ -103,39 +107,74 @@ class Origin:
 
     Attributes:
         kind: ``produced`` (an earlier recorded op's output), ``parameter``, ``model input``
-            (a forward input before any backward op that no recorded op produced: a
-            parameter, buffer or the model's input) or ``unknown`` (no recorded producer
-            after the forward pass: a gradient reaching the optimizer, an input of a
-            partial dump).
+            (an input that no recorded op produced, of an op inside a module, before any
+            backward op: a parameter, buffer or the model's input) or ``unknown`` (no
+            recorded producer otherwise: a gradient reaching the optimizer, a loss made by
+            ops left out of a partial dump).
         producer: The producing op (``kind == "produced"``).
         side: The dump whose edges were used (``bench`` or ``target``).
+        diverted: The target's producer when it is not the counterpart of the bench's
+            producer (the runs' data flows part here), else ``None``.
     """
 
     kind: str
     producer: Producer | None = None
     side: str = "bench"
+    diverted: Producer | None = None
 
 
 class Origins:
     """:class:`Origin` of the input rows of one rank's comparison, from both sides' flows."""
 
-    def __init__(self, bench: Sequence[OpRecord], target: Sequence[OpRecord]) -> None:
+    def __init__(
+        self,
+        bench: Sequence[OpRecord],
+        target: Sequence[OpRecord],
+        mates: dict[int, int] | None = None,
+    ) -> None:
         self.bench, self.target = DataFlow(bench), DataFlow(target)
         self._bench_ops = {op.index: op for op in bench}
+        self._target_ops = {op.index: op for op in target}
+        self._mates = mates or {}  # bench index -> target index of paired ops
+        self._mated = set(self._mates.values())
+
+    def _target_source(self, p: Producer | None) -> Producer | None:
+        """Follow the target's producer up through one-sided dtype casts (autocast's)."""
+        for _ in range(8):
+            if p is None or p.index in self._mated or not p.op.startswith(_CASTS):
+                return p
+            op = self._target_ops.get(p.index)
+            if op is None or not op.inputs:
+                return p
+            up = self.target.producer(p.index, op.inputs[0].tensor)
+            if up is None:
+                return None  # a cast of something no recorded op made (a parameter)
+            p = up
+        return p
 
     def __call__(self, index: int, index_target: int | None, tensor: str) -> Origin:
         """The origin of input ``tensor`` of bench op ``index`` (target op ``index_target``)."""
         p = self.bench.producer(index, tensor)
+        pt = None
+        if index_target is not None:
+            pt = self._target_source(self.target.producer(index_target, tensor))
         if p is not None:
-            return Origin("produced", p)
+            mate = self._mates.get(p.index)
+            diverted = pt if pt is not None and mate is not None and pt.index != mate else None
+            if pt is not None and mate is None and pt.index in self._mated:
+                diverted = pt
+            return Origin("produced", p, diverted=diverted)
+        if pt is not None:
+            return Origin("produced", pt, "target", diverted=pt)
         op = self._bench_ops.get(index)
         rec = next((t for t in op.tensors if t.tensor == tensor), None) if op else None
         if rec is not None and (tensor.startswith("param.") or self.bench.is_parameter(rec)):
             return Origin("parameter")
-        if index_target is not None:
-            p = self.target.producer(index_target, tensor)
-            if p is not None:
-                return Origin("produced", p, "target")
-        if op is not None and op.direction == "forward" and self.bench.before_backward(index):
+        if (
+            op is not None
+            and op.direction == "forward"
+            and op.module_path  # read by the model (an op outside every module is not)
+            and self.bench.before_backward(index)
+        ):
             return Origin("model input")
         return Origin("unknown")
