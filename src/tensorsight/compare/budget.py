@@ -19,12 +19,20 @@ Two profiles judge the rows of one op at a time (its input rows and output rows)
       exponential-like ops (a relative input error becomes an absolute one).
 
     An output above its budget *adds* error: verdict ``error`` (a ``warning`` for the backward
-    of a piecewise op such as relu or max whose forward already differs: branch flips). An
-    output within budget whose inherited error is large (``e > 0.1``) is a ``warning``. An
-    input whose error exceeds rounding plus every error seen so far (a parameter or a model
-    input that differs) is an ``error`` too; its reason names the first op that ran on one side
-    only before it, if any (a missing or extra module changes what later ops receive; dtype
-    casts are not counted, autocast adds them by design). Discrete outputs (integers, bools)
+    of a piecewise op such as relu or max whose forward already differs: branch flips),
+    unless the op, evaluated in float64 on each side's own inputs
+    (:mod:`~tensorsight.compare.reproduce`, tensor dumps), reproduces that side's output
+    within ``SAFETY * (u + sqrt(K) * u_acc)``: the op added nothing, the difference is
+    inherited and ill-conditioned element by element (``pass``; ``warning`` when the inputs
+    differ by more than 0.1). An output within budget whose inherited error is large
+    (``e > 0.1``) is a ``warning``. An input whose error exceeds rounding plus every error
+    seen so far is judged by its origin (:mod:`~tensorsight.compare.flow`): inherited when
+    its producer's error explains it; an ``error`` when it is a parameter or model input, or
+    when its target producer is not the counterpart of its bench producer (the reason says
+    where the data flows part, and names the first op that ran on one side only before it,
+    if any: dtype casts are not counted, autocast adds them by design); a ``warning`` of
+    unknown origin when no recorded op produced it (a gradient reaching the optimizer, an
+    input of a partial dump). Discrete outputs (integers, bools)
     that differ while their inputs differ are ``warning``.
 
 ``classic``
