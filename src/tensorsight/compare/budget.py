@@ -19,12 +19,20 @@ Two profiles judge the rows of one op at a time (its input rows and output rows)
       exponential-like ops (a relative input error becomes an absolute one).
 
     An output above its budget *adds* error: verdict ``error`` (a ``warning`` for the backward
-    of a piecewise op such as relu or max whose forward already differs: branch flips). An
-    output within budget whose inherited error is large (``e > 0.1``) is a ``warning``. An
-    input whose error exceeds rounding plus every error seen so far (a parameter or a model
-    input that differs) is an ``error`` too; its reason names the first op that ran on one side
-    only before it, if any (a missing or extra module changes what later ops receive; dtype
-    casts are not counted, autocast adds them by design). Discrete outputs (integers, bools)
+    of a piecewise op such as relu or max whose forward already differs: branch flips),
+    unless the op, evaluated in float64 on each side's own inputs
+    (:mod:`~tensorsight.compare.reproduce`, tensor dumps), reproduces that side's output
+    within ``SAFETY * (u + sqrt(K) * u_acc)``: the op added nothing, the difference is
+    inherited and ill-conditioned element by element (``pass``; ``warning`` when the inputs
+    differ by more than 0.1). An output within budget whose inherited error is large
+    (``e > 0.1``) is a ``warning``. An input whose error exceeds rounding plus every error
+    seen so far is judged by its origin (:mod:`~tensorsight.compare.flow`): inherited when
+    its producer's error explains it; an ``error`` when it is a parameter or model input, or
+    when its target producer is not the counterpart of its bench producer (the reason says
+    where the data flows part, and names the first op that ran on one side only before it,
+    if any: dtype casts are not counted, autocast adds them by design); a ``warning`` of
+    unknown origin when no recorded op produced it (a gradient reaching the optimizer, an
+    input of a partial dump). Discrete outputs (integers, bools)
     that differ while their inputs differ are ``warning``.
 
 ``classic``
@@ -40,11 +48,13 @@ differ (``warning``: fingerprints cannot agree across dtypes).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from tensorsight.compare.flow import Origin
 from tensorsight.compare.metrics.kernel import dtype_precision
+from tensorsight.compare.reproduce import Reproduction
 from tensorsight.compare.result import OpComparison, Verdict
 from tensorsight.errors import UsageError
 
@@ -173,12 +183,24 @@ def _amplification(op: str, inp: OpComparison, out: OpComparison) -> float:
 
 @dataclass
 class JudgeState:
-    """What a profile remembers while it walks the ops in execution order."""
+    """What a profile remembers while it walks the ops in execution order.
+
+    ``origin`` and ``reproduce`` come from the engine (they read the dumps):
+    ``origin(index, index_target, tensor)`` says where an input came from (data flow,
+    :class:`~tensorsight.compare.flow.Origins`), ``reproduce(index, index_target, tensor)``
+    evaluates an output from its own side's inputs in float64
+    (:class:`~tensorsight.compare.reproduce.Reproducer`). Without them inputs are judged
+    against every error seen so far and outputs by the normwise budget alone.
+    """
 
     max_error_seen: float = 0.0
     forward_error: dict[str, float] = field(default_factory=dict)
     # "op in module" of every op (dtype casts excepted) that ran on one side only so far
     one_sided: list[str] = field(default_factory=list)
+    # error of every judged row, by (bench index, tensor): what an input inherits from its producer
+    errors: dict[tuple[int, str], float] = field(default_factory=dict)
+    origin: Callable[[int, int | None, str], Origin] | None = None
+    reproduce: Callable[[int, int | None, str], Reproduction | None] | None = None
 
     def note_one_sided(self, op: str, rows: Sequence[OpComparison]) -> None:
         """Remember ``op`` when every row of it exists on one side only (and it is no cast)."""
@@ -297,6 +319,8 @@ class BudgetProfile:
         in_errors = [(r, row_error(r)) for r in inputs]
         judged_out = [self._judge_output(op, r, u_low, inputs, in_errors, state) for r in outputs]
         for r in (*judged_in, *judged_out):
+            if r.error is not None and r.index is not None and r.index_target is not None:
+                state.errors[(r.index, r.tensor)] = r.error
             if r.error is not None and math.isfinite(r.error):
                 state.max_error_seen = max(state.max_error_seen, r.error)
                 if r.direction == "forward":
@@ -316,17 +340,37 @@ class BudgetProfile:
         u = max(unit_roundoff(row.dtype_bench), unit_roundoff(row.dtype_target))
         budget = self.safety * (u + state.max_error_seen)
         if e > budget and e > 0:
+            origin = None
+            if not produced and state.origin is not None and row.index is not None:
+                origin = state.origin(row.index, row.index_target, row.tensor)
+            verdict = None
+            if origin is not None:
+                verdict = _by_origin(origin, e, budget, self.safety * u, self.safety, state)
+            if verdict is not None:
+                return row.with_verdict(verdict)
             what = "Output of an op without inputs" if produced else "Input"
+            hints = []
+            if not produced and origin is not None and origin.diverted is not None:
+                d = origin.diverted
+                hints.append(
+                    f"on the target side it is the output of target op #{d.index} ({d.op}), "
+                    "not of the counterpart of its bench producer, so the data flows part there"
+                )
             if produced:
-                hint = "the op itself differs"
+                hints.append("the op itself differs")
             elif state.one_sided:
                 n = len(state.one_sided)
-                hint = (
+                hints.append(
                     f"{n} op{'s' if n > 1 else ''} ran on one side only before it (first: "
                     f"{state.one_sided[0]}), so the runs' structures differ"
                 )
+            elif hints:
+                pass
+            elif origin is not None and origin.kind == "parameter":
+                hints.append("it is a parameter, and the parameters differ")
             else:
-                hint = "a parameter or model input differs"
+                hints.append("a parameter or model input differs")
+            hint = "; ".join(hints)
             reason = (
                 f"{what} differs: {error_name(row)} {_fmt(e)} exceeds its budget {_fmt(budget)} "
                 f"(rounding and every earlier op): {hint}."
@@ -390,6 +434,12 @@ class BudgetProfile:
             reason += f", K={k}" if k > 1 else ""
             reason += f", inherited {_fmt(e_in)})." if e_in else ")."
             return row.with_verdict(Verdict("pass", reason, budget, e))
+        tol = self.safety * local
+        rep = None
+        if state.reproduce is not None and row.index is not None and _is_float(row.dtype_target):
+            rep = state.reproduce(row.index, row.index_target, row.tensor)
+        if rep is not None and rep.bench <= tol and rep.target <= tol:
+            return row.with_verdict(_reproduced(row, rep, e, budget, e_in, gain))
         if saved > 0 and any(k in op.lower() for k in _PIECEWISE):
             reason = (
                 f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)}, "
@@ -406,6 +456,49 @@ class BudgetProfile:
             f"this op adds error ({why})."
         )
         return row.with_verdict(Verdict("error", reason, budget, e))
+
+
+def _by_origin(
+    origin: Origin, e: float, budget: float, rounding: float, safety: float, state: JudgeState
+) -> Verdict | None:
+    """An input above what rounding and earlier errors explain, judged by where it came from:
+    inherited from a judged producer whose error explains it (``rounding + safety * error``:
+    a cast in between rounds once more), or of unknown origin (a warning, never "a parameter
+    differs"); ``None`` leaves it to the structural and parameter checks (an input that its
+    bench producer's error does not explain passed through ops of one side only)."""
+    p = origin.producer
+    if origin.kind == "unknown":
+        reason = (
+            f"Input differs by {_fmt(e)}, more than rounding and every earlier op explain "
+            f"({_fmt(budget)}), and no recorded op produced it: unknown origin (a tensor made "
+            "outside the recorded ops, such as a gradient reaching the optimizer or an input "
+            "of a partial dump)."
+        )
+        return Verdict("warning", reason, budget, e)
+    if p is None or origin.side != "bench":
+        return None
+    known = state.errors.get((p.index, p.tensor))
+    if known is None or e > rounding + safety * known:
+        return None
+    reason = (
+        f"Input error {_fmt(e)} is inherited from op #{p.index} ({p.op} {p.tensor}, "
+        f"error {_fmt(known)}), judged there."
+    )
+    return Verdict("pass" if e <= INHERITED_WARNING else "warning", reason, budget, e)
+
+
+def _reproduced(
+    row: OpComparison, rep: Reproduction, e: float, budget: float, e_in: float, gain: float
+) -> Verdict:
+    """An output above its normwise budget that the op computed faithfully from its inputs."""
+    reason = (
+        f"Error {_fmt(e)} exceeds the normwise budget {_fmt(budget)}, but the op evaluated in "
+        f"float64 on the target's own inputs reproduces the target's output (relative L2 "
+        f"error {_fmt(rep.target)}; {rep.how}): it adds no error of its own, the difference "
+        f"is inherited from its inputs (differ by {_fmt(e_in)}) and ill-conditioned "
+        f"(gain x{_fmt(gain)}, element by element)."
+    )
+    return Verdict("pass" if e_in <= INHERITED_WARNING else "warning", reason, budget, e)
 
 
 class ClassicProfile:

@@ -27,6 +27,7 @@ from tensorsight.capture.reader import Dump, DumpStep, read_dump
 from tensorsight.capture.schema import OpRecord, TensorRecord
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
+from tensorsight.compare.flow import Origins
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
     BUILTIN_KEYS,
@@ -37,6 +38,7 @@ from tensorsight.compare.metrics import (
 )
 from tensorsight.compare.metrics.kernel import value_range
 from tensorsight.compare.metrics.stats import STATS_KEYS
+from tensorsight.compare.reproduce import Reproducer
 from tensorsight.compare.result import (
     METRIC_COLUMNS,
     MIN_MATCHED_FRACTION,
@@ -319,24 +321,47 @@ def _compare_rank(
     measure = _Measure(bs, ts, keys, cache)
     counter.add_total(len(jobs))
     measured = _measure_all(pool, measure, jobs, counter)
-    # judge op by op, in execution order
-    state = JudgeState()
-    out: list[OpComparison] = []
+    # judge op by op, in execution order (an optimizer's ops, recorded as forward, run after
+    # the backward pass and inherit from it), with the data flow and replays of both dumps
+    state = JudgeState(
+        origin=Origins(bs.ops, ts.ops, _mates(pairs)),
+        reproduce=Reproducer(bs, ts, {op.index: op for op in bs.ops}),
+    )
+    groups: list[tuple[int, int]] = []
     i = 0
     while i < len(jobs):
-        pair = jobs[i].pair
         j = i
-        while j < len(jobs) and jobs[j].pair is pair:
+        while j < len(jobs) and jobs[j].pair is jobs[i].pair:
             j += 1
+        groups.append((i, j))
+        i = j
+    # a target-only op runs where the op before it in pairing order ran
+    when: dict[int, int] = {}
+    last = -1
+    for i, _ in groups:
+        pair = jobs[i].pair
+        last = pair.bench[0].index if pair.bench else last
+        when[i] = last
+    judged: dict[int, list[OpComparison]] = {}
+    for i, j in sorted(groups, key=lambda g: when[g[0]]):
+        pair = jobs[i].pair
         ins = [measured[k] for k in range(i, j) if jobs[k].role == "input"]
         outs = [measured[k] for k in range(i, j) if jobs[k].role == "output"]
         op = (pair.bench or pair.target)[0].op
         judged_in, judged_out = prof.judge_op(op, ins, outs, state)
-        out.extend(judged_in)
-        out.extend(judged_out)
-        i = j
+        judged[i] = [*judged_in, *judged_out]
+    out: list[OpComparison] = [r for i, _ in groups for r in judged[i]]
     measure.resolve_layout(out)
     return out
+
+
+def _mates(pairs: Sequence[OpPair]) -> dict[int, int]:
+    """Bench index -> target index of the ops paired one to one."""
+    return {
+        p.bench[0].index: p.target[0].index
+        for p in pairs
+        if p.how != "unmatched" and len(p.bench) == len(p.target) == 1
+    }
 
 
 def _measure_all(

@@ -38,6 +38,7 @@ from typing import Any
 
 from tensorsight.capture.schema import OpRecord
 from tensorsight.compare import names
+from tensorsight.compare.flow import DataFlow, Producer
 from tensorsight.errors import InputFileError, UsageError
 
 __all__ = ["OpPair", "load_mapping", "match_ops"]
@@ -243,8 +244,158 @@ def match_ops(
         bs = [op for op in bench if op.direction == direction and op.index not in used_b]
         ts = [op for op in target if op.direction == direction and op.index not in used_t]
         pairs.extend(_rematch(_align(bs, ts, rules), rules))
+    if rules.formats is None:
+        pairs = _by_flow(pairs, bench, target)
     pairs.sort(key=lambda p: p.position)
     return pairs
+
+
+# ops that carry no arithmetic: their output is their input (in another shape or dtype)
+_PASS_THROUGH = (
+    "detach", "alias", "view", "_unsafe_view", "_reshape_alias", "reshape", "clone",
+    "contiguous", "t", "transpose", "permute", "expand", "squeeze", "unsqueeze", "_to_copy",
+    "to", "lift_fresh", "slice", "select", "split", "unbind", "as_strided",
+)  # fmt: skip
+
+
+def _short(op: str) -> str:
+    """``aten.detach.default`` -> ``detach`` (in-place variants as their op)."""
+    return op_family(op).split(".")[1] if op.startswith("aten.") else op
+
+
+class _Flow:
+    """Producer edges of both sides and the current pairing, to judge a pair's credibility."""
+
+    def __init__(
+        self, pairs: Sequence[OpPair], bench: Sequence[OpRecord], target: Sequence[OpRecord]
+    ) -> None:
+        self.fb, self.ft = DataFlow(bench), DataFlow(target)
+        self.b_ops = {op.index: op for op in bench}
+        self.t_ops = {op.index: op for op in target}
+        self.mate: dict[int, int] = {}  # bench index -> target index of matched pairs
+        for p in pairs:
+            if p.how in ("name", "order", "mapping") and len(p.bench) == len(p.target) == 1:
+                self.mate[p.bench[0].index] = p.target[0].index
+        self.t_mated = set(self.mate.values())
+
+    def _source(
+        self, flow: DataFlow, ops: dict[int, OpRecord], mated: Callable[[int], bool], p: Producer
+    ) -> Producer:
+        """Follow a producer through one-sided pass-through ops (autocast casts, detach)."""
+        seen = 0
+        while not mated(p.index) and _short(p.op) in _PASS_THROUGH and seen < 16:
+            op = ops.get(p.index)
+            up = flow.producer(p.index, op.inputs[0].tensor) if op and op.inputs else None
+            if up is None:
+                break
+            p, seen = up, seen + 1
+        return p
+
+    def doubt(self, b: OpRecord, t: OpRecord) -> tuple[str, bool]:
+        """Why ``b`` and ``t`` are no credible pair ("" when nothing speaks against it), and
+        whether the data flow links an input of each (positive evidence for the pair)."""
+        linked, unlinked = False, ""
+        t_names = {r.tensor for r in t.inputs}
+        for rec in b.inputs:
+            if rec.tensor not in t_names:
+                continue
+            pb = self.fb.producer(b.index, rec.tensor)
+            pt = self.ft.producer(t.index, rec.tensor)
+            if pb is None or pt is None:
+                continue
+            pb = self._source(self.fb, self.b_ops, lambda i: i in self.mate, pb)
+            pt = self._source(self.ft, self.t_ops, lambda i: i in self.t_mated, pt)
+            mate = self.mate.get(pb.index)
+            if mate == pt.index:
+                linked = True
+            elif mate is not None and pt.index in self.t_mated:
+                why = (
+                    f"No credible counterpart: its {rec.tensor} is the output of op #{pb.index} "
+                    f"({pb.op}) on the bench side but of target op #{pt.index} ({pt.op}), which "
+                    f"is not that op's counterpart (target #{mate})."
+                )
+                return why, False
+            elif mate is None and pt.index not in self.t_mated:
+                if op_family(pb.op) == op_family(pt.op):
+                    linked = True
+                elif not unlinked:
+                    unlinked = (
+                        f"No credible counterpart: its {rec.tensor} is the output of "
+                        f"{pb.op} (#{pb.index}) on the bench side and of {pt.op} (target "
+                        f"#{pt.index}) on the target side, each without a counterpart."
+                    )
+        if unlinked and not linked and _short(b.op) in _PASS_THROUGH:
+            return unlinked, False  # an op without arithmetic whose input has no counterpart
+        return "", linked
+
+    def unpair(self, b: OpRecord, t: OpRecord) -> None:
+        self.mate.pop(b.index, None)
+        self.t_mated.discard(t.index)
+
+    def pair(self, b: OpRecord, t: OpRecord) -> None:
+        self.mate[b.index] = t.index
+        self.t_mated.add(t.index)
+
+
+def _by_flow(
+    pairs: list[OpPair], bench: Sequence[OpRecord], target: Sequence[OpRecord]
+) -> list[OpPair]:
+    """Undo pairs that the recorded data flow contradicts, then re-pair those ops by it.
+
+    Ops that share op, module and shape are told apart by where their inputs come from: a
+    pair whose input is, on each side, the output of ops that are not each other's
+    counterpart is no pair (seen: a rewritten softmax made the alignment pair the bench's
+    ``detach`` of the probabilities with the target's ``detach`` of the unnormalised
+    ``exp``). Each op undone is re-paired with a leftover op of the same key whose inputs
+    the data flow links, else left unmatched with the reason.
+    """
+    flow = _Flow(pairs, bench, target)
+    out: list[OpPair] = []
+    undone: list[tuple[OpPair, str]] = []
+    for p in pairs:
+        if p.how in ("name", "order") and len(p.bench) == len(p.target) == 1:
+            why, _ = flow.doubt(p.bench[0], p.target[0])
+            if why:
+                flow.unpair(p.bench[0], p.target[0])
+                undone.append((p, why))
+                continue
+        out.append(p)
+    if not undone:
+        return pairs
+    spare_t: dict[Hashable, list[OpRecord]] = {}
+    for p in out:
+        if p.how == "unmatched" and p.target:
+            spare_t.setdefault(_key(p.target[0]), []).append(p.target[0])
+    for p, _ in undone:
+        spare_t.setdefault(_key(p.target[0]), []).append(p.target[0])
+    used: set[int] = set()
+    for p, why in undone:
+        b = p.bench[0]
+        mate = next(
+            (
+                t
+                for t in spare_t.get(_key(b), ())
+                if t.index not in used
+                and t.index != p.target[0].index
+                and flow.doubt(b, t) == ("", True)
+            ),
+            None,
+        )
+        if mate is not None:
+            used.add(mate.index)
+            flow.pair(b, mate)
+            out.append(OpPair((b,), (mate,), "order"))
+        else:
+            out.append(OpPair((b,), (), "unmatched", why))
+    for p, why in undone:
+        t = p.target[0]
+        if t.index not in used:
+            out.append(OpPair((), (t,), "unmatched", why))
+    return [
+        p
+        for p in out
+        if not (p.how == "unmatched" and p.target and p.target[0].index in used and not p.bench)
+    ]
 
 
 def _align(bs: Sequence[OpRecord], ts: Sequence[OpRecord], rules: _Rules) -> list[OpPair]:

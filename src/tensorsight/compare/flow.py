@@ -1,0 +1,180 @@
+"""Data flow inside one dump step: which recorded op produced each op's input.
+
+A dump records tensors, not edges, so edges are recovered from identity: an input is the
+output of the latest earlier op that holds the same tensor. Two rows hold the same tensor
+when they point at the same stored tensor (``data``: a tensor dump stores a tensor once per
+storage and version) or, failing that, when shape, dtype and every statistic (min, max,
+mean, L2 norm, NaN/Inf counts, all exact) agree. Constant tensors (``min == max``: zeros,
+ones) carry no identity by statistics, since any two of them agree.
+
+Parameters are the ``param.<name>`` rows of ``tensorsight.param_grad`` (and msprobe's
+parameter rows); an input holding the same tensor as one of them is that parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+from tensorsight.capture.schema import OpRecord, TensorRecord
+
+__all__ = ["DataFlow", "Origin", "Origins", "Producer", "tensor_identity"]
+
+_CASTS = ("aten._to_copy.", "aten.to.", "aten.type_as.", "aten.convert_element_type")
+
+
+def tensor_identity(rec: TensorRecord) -> Hashable | None:
+    """A key equal for two rows holding the same tensor (``None``: no usable identity)."""
+    s = rec.stats
+    if s is None or s.min is None or s.max is None or s.min == s.max:
+        return None
+    if s.mean is None or s.norm is None:
+        return None
+    # repr: NaN statistics of two rows holding the same tensor compare equal too
+    values = (repr(s.min), repr(s.max), repr(s.mean), repr(s.norm))
+    return (rec.shape, rec.dtype, *values, s.nan_count, s.posinf_count, s.neginf_count)
+
+
+@dataclass(frozen=True)
+class Producer:
+    """The recorded op whose output an input is.
+
+    Attributes:
+        index: The producing op's index.
+        op: Its name.
+        tensor: Which of its tensors (``output.0``, ``grad.weight``).
+    """
+
+    index: int
+    op: str
+    tensor: str
+
+
+class DataFlow:
+    """Producer edges and parameter identities of one side's ops (module docstring)."""
+
+    def __init__(self, ops: Sequence[OpRecord]) -> None:
+        self._producer: dict[tuple[int, str], Producer] = {}
+        self._params: set[Hashable] = set()
+        self._param_data: set[str] = set()
+        by_data: dict[str, Producer] = {}
+        by_stats: dict[Hashable, Producer] = {}
+        self.first_backward: int | None = None
+        for op in ops:
+            if op.direction == "backward" and self.first_backward is None:
+                self.first_backward = op.index
+            for t in op.tensors:
+                if t.tensor.startswith("param."):
+                    key = tensor_identity(t)
+                    if key is not None:
+                        self._params.add(key)
+                    if t.data is not None:
+                        self._param_data.add(t.data)
+            for t in op.inputs:
+                p = by_data.get(t.data) if t.data is not None else None
+                if p is None:
+                    key = tensor_identity(t)
+                    p = by_stats.get(key) if key is not None else None
+                if p is not None:
+                    self._producer[(op.index, t.tensor)] = p
+            for t in op.outputs:
+                p = Producer(op.index, op.op, t.tensor)
+                if t.data is not None:
+                    by_data[t.data] = p
+                key = tensor_identity(t)
+                if key is not None:
+                    by_stats[key] = p
+
+    def producer(self, index: int, tensor: str) -> Producer | None:
+        """The op that produced input ``tensor`` of op ``index`` (``None``: none recorded)."""
+        return self._producer.get((index, tensor))
+
+    def is_parameter(self, rec: TensorRecord) -> bool:
+        """Whether ``rec`` holds the same tensor as a recorded parameter."""
+        if rec.data is not None and rec.data in self._param_data:
+            return True
+        key = tensor_identity(rec)
+        return key is not None and key in self._params
+
+    def before_backward(self, index: int) -> bool:
+        """Whether op ``index`` ran before the first backward op (or there is none)."""
+        return self.first_backward is None or index < self.first_backward
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an input row's tensor came from.
+
+    Attributes:
+        kind: ``produced`` (an earlier recorded op's output), ``parameter``, ``model input``
+            (an input that no recorded op produced, of an op inside a module, before any
+            backward op: a parameter, buffer or the model's input) or ``unknown`` (no
+            recorded producer otherwise: a gradient reaching the optimizer, a loss made by
+            ops left out of a partial dump).
+        producer: The producing op (``kind == "produced"``).
+        side: The dump whose edges were used (``bench`` or ``target``).
+        diverted: The target's producer when it is not the counterpart of the bench's
+            producer (the runs' data flows part here), else ``None``.
+    """
+
+    kind: str
+    producer: Producer | None = None
+    side: str = "bench"
+    diverted: Producer | None = None
+
+
+class Origins:
+    """:class:`Origin` of the input rows of one rank's comparison, from both sides' flows."""
+
+    def __init__(
+        self,
+        bench: Sequence[OpRecord],
+        target: Sequence[OpRecord],
+        mates: dict[int, int] | None = None,
+    ) -> None:
+        self.bench, self.target = DataFlow(bench), DataFlow(target)
+        self._bench_ops = {op.index: op for op in bench}
+        self._target_ops = {op.index: op for op in target}
+        self._mates = mates or {}  # bench index -> target index of paired ops
+        self._mated = set(self._mates.values())
+
+    def _target_source(self, p: Producer | None) -> Producer | None:
+        """Follow the target's producer up through one-sided dtype casts (autocast's)."""
+        for _ in range(8):
+            if p is None or p.index in self._mated or not p.op.startswith(_CASTS):
+                return p
+            op = self._target_ops.get(p.index)
+            if op is None or not op.inputs:
+                return p
+            up = self.target.producer(p.index, op.inputs[0].tensor)
+            if up is None:
+                return None  # a cast of something no recorded op made (a parameter)
+            p = up
+        return p
+
+    def __call__(self, index: int, index_target: int | None, tensor: str) -> Origin:
+        """The origin of input ``tensor`` of bench op ``index`` (target op ``index_target``)."""
+        p = self.bench.producer(index, tensor)
+        pt = None
+        if index_target is not None:
+            pt = self._target_source(self.target.producer(index_target, tensor))
+        if p is not None:
+            mate = self._mates.get(p.index)
+            diverted = pt if pt is not None and mate is not None and pt.index != mate else None
+            if pt is not None and mate is None and pt.index in self._mated:
+                diverted = pt
+            return Origin("produced", p, diverted=diverted)
+        if pt is not None:
+            return Origin("produced", pt, "target", diverted=pt)
+        op = self._bench_ops.get(index)
+        rec = next((t for t in op.tensors if t.tensor == tensor), None) if op else None
+        if rec is not None and (tensor.startswith("param.") or self.bench.is_parameter(rec)):
+            return Origin("parameter")
+        if (
+            op is not None
+            and op.direction == "forward"
+            and op.module_path  # read by the model (an op outside every module is not)
+            and self.bench.before_backward(index)
+        ):
+            return Origin("model input")
+        return Origin("unknown")
