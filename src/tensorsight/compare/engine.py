@@ -202,6 +202,13 @@ def _neutral(row: OpComparison) -> OpComparison:
     """A one-sided-by-design row (autocast cast, detach, allocation) reads as neutral."""
     if not row.one_sided:
         return row
+    if row.reason.startswith("No credible counterpart"):
+        # on both sides, but the data flow refused the pair: keep the evidence
+        reason = (
+            f"{row.reason.rstrip('.')}; one-sided by design (a cast, detach or allocation "
+            "does no arithmetic)."
+        )
+        return row.with_verdict(Verdict("pass", reason))
     side = "bench" if row.shape_target is None else "target"
     reason = f"One-sided by design: {row.op} runs only in {side} (a cast, detach or allocation)."
     return row.with_verdict(Verdict("pass", reason))
