@@ -101,7 +101,7 @@ pytest: $(STAMP) $(WEB_BUILD) system-deps
 # (numpy) are each tested on any machine; no coverage here.
 KERNEL_TESTS := tests/compare tests/capture
 KERNEL_PATHS := avx2:avx2 portable:default numpy:default
-kernel-paths: $(STAMP) system-deps
+kernel-paths: $(STAMP) $(WEB_BUILD) system-deps
 	@set -e; for pair in $(KERNEL_PATHS); do \
 	  kernel=$${pair%%:*}; aten=$${pair##*:}; \
 	  printf '\n==> %s with TENSORSIGHT_KERNEL=%s ATEN_CPU_CAPABILITY=%s (~1 min)\n' \
