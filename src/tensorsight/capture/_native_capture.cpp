@@ -12,6 +12,10 @@
  *     kernel too);
  *   - tensorsight's own ops (``tensorsight_native::``) are not recorded.
  *
+ * Each op's arguments are written as the op table's ``args`` text, byte for byte as
+ * capture/_args.py writes it (dtypes, layouts and memory formats travel as ints: the schema's
+ * real type says which).
+ *
  * Inputs are measured when the op starts, outputs when it ends (after autograd bumped the
  * version of tensors written in place, so cached measurements stay exact). Direction comes
  * from the autograd node running the op; the sequence numbers of the nodes a forward op
