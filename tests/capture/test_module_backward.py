@@ -17,6 +17,7 @@ import pytest
 
 import tensorsight
 from tensorsight.capture import read_dump
+from tensorsight.compare import compare
 
 torch = pytest.importorskip("torch")
 
@@ -215,7 +216,7 @@ def test_msprobe_l0_and_module_dump_of_one_residual_run_agree(tmp_path):
     x, w = _data()
     with tensorsight.dump(tmp_path / "ours", level="module"):
         (model(x) * w).sum().backward()
-    result = tensorsight.compare(tmp_path / "msprobe", tmp_path / "ours")
+    result = compare(tmp_path / "msprobe", tmp_path / "ours")
     matched = [r for r in result.rows if r.match != "unmatched"]
     backward = [r for r in matched if r.direction == "backward" and ".backward" in r.op]
     assert {r.op for r in backward} == {

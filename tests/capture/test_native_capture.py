@@ -68,6 +68,9 @@ def _assert_same_rows(python: Any, native: Any, steps: int) -> int:
         b = [o for o in _ops(native, step) if o.op not in _ONLY_ONE_SIDE]
         assert [_key(o) for o in a] == [_key(o) for o in b]
         for x, y in zip(a, b, strict=True):
+            if x.op == y.op:  # the same text from both paths
+                assert x.args == y.args, (x.op, x.args, y.args)
+            assert x.op.startswith("tensorsight.") or x.args is not None, x.op
             for s, t in zip(x.tensors, y.tensors, strict=True):
                 assert (s.stats is None) == (t.stats is None), (x.op, s.tensor)
                 if s.stats is None:

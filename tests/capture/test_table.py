@@ -14,14 +14,15 @@ pytest.importorskip("pyarrow")
 
 ROWS = [
     (0, "aten.addmm.default", "forward", "MLP.layers.0", "input.0", (3, 4), "float32", "cpu",
-     -1.5, 2.25, 0.1, 3.0, 0, 0, 0, None, None, None, None),
+     -1.5, 2.25, 0.1, 3.0, 0, 0, 0, None, None, None, None,
+     '{"self":{"tensor":"input.0"},"beta":1,"alpha":0.5}'),
     (1, "aten.mul.Tensor", "backward", "", "output.0", (), "bfloat16", "cuda:0",
      math.nan, math.nan, math.nan, math.nan, 2, 1, 0, "0badf00d", "tensors-00000.safetensors:t3",
-     "MulBackward0", 'a.py:3 in f\n"quoted" \\ ünïcode'),
+     "MulBackward0", 'a.py:3 in f\n"quoted" \\ ünïcode', None),
     (2, "tensorsight.param_grad", "backward", "M", "grad.w", (0,), "int64", "cpu",
-     -math.inf, math.inf, math.inf, math.inf, 0, 5, 7, None, None, None, None),
+     -math.inf, math.inf, math.inf, math.inf, 0, 5, 7, None, None, None, None, None),
     (3, "x", "forward", "M", "input.1", (2,), "float64", "cpu",
-     None, None, None, None, None, None, None, None, None, None, None),
+     None, None, None, None, None, None, None, None, None, None, None, '{"eps":1e-05}'),
 ]  # fmt: skip
 
 

@@ -237,7 +237,7 @@ def test_cli_exit_codes_and_reports(dumps, tmp_path):
     assert "examples:" in help_.stdout
 
 
-def test_replay_confirms_bf16_rounding_and_refuses_unrecorded_arguments(dumps):
+def test_replay_confirms_bf16_rounding_and_replays_the_planted_bug(dumps):
     from tensorsight.compare.replay import replay
     from tensorsight.errors import CompareError
 
@@ -254,8 +254,13 @@ def test_replay_confirms_bf16_rounding_and_refuses_unrecorded_arguments(dumps):
     assert r.bench_vs_float64 < 1e-5
     bug = compare(dumps["bw_ok"], dumps["bw_bug"]).first_divergence
     assert bug is not None
-    with pytest.raises(CompareError, match="not all tensors"):
-        replay(bug, dumps["bw_ok"], dumps["bw_bug"])
+    # its non-tensor arguments are in the op table now: the replay runs, and fed the bench's
+    # inputs the op does not give the target's output
+    planted = replay(bug, dumps["bw_ok"], dumps["bw_bug"])
+    assert not planted.op_explains_error
+    with pytest.raises(CompareError, match="not a matched output row"):
+        replay(next(r for r in result.rows if r.tensor.startswith("input")), dumps["fp32"],
+               dumps["bf16"])  # fmt: skip
 
 
 def test_multi_rank_reports_the_first_divergent_rank(dumps, tmp_path):

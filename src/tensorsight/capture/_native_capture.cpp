@@ -12,6 +12,10 @@
  *     kernel too);
  *   - tensorsight's own ops (``tensorsight_native::``) are not recorded.
  *
+ * Each op's arguments are written as the op table's ``args`` text, byte for byte as
+ * capture/_args.py writes it (dtypes, layouts and memory formats travel as ints: the schema's
+ * real type says which).
+ *
  * Inputs are measured when the op starts, outputs when it ends (after autograd bumped the
  * version of tensors written in place, so cached measurements stay exact). Direction comes
  * from the autograd node running the op; the sequence numbers of the nodes a forward op
@@ -27,6 +31,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -54,6 +61,7 @@ int32_t ts_busy = 0;
 namespace {
 
 constexpr int64_t kCacheMinNumel = 1 << 13;  // as _recorder._CACHE_MIN_NUMEL
+constexpr int64_t kOpColumns = 6;  // per op: name, direction, module, grad_fn, tensors, args
 
 struct OpInfo {
   std::string name;  // fn.name() it was made for (the pointer key is checked against it)
@@ -63,7 +71,12 @@ struct OpInfo {
   std::vector<std::string> arg_names;  // per schema argument: "input.<i>" or "input.<name>"
   bool single_list_return = false;
   std::vector<bool> written;  // per schema argument: the op writes into it
+  std::vector<std::string> keys;  // per schema argument: "\"<name>\":" of the args text
+  std::vector<int> kinds;  // per schema argument: what an int means (see ArgKind)
 };
+
+/* the schema type behind an int IValue (a dtype, layout or memory format travels as one) */
+enum ArgKind { kPlain = 0, kDtype = 1, kLayout = 2, kMemoryFormat = 3 };
 
 /* what one storage's cached measurements are: the elements (data pointer, count, dtype) at
    one version of the viewing tensor. Any write by an op to the storage drops them all: a
@@ -96,7 +109,7 @@ struct State {
   std::unordered_map<const void*, PerStorage> cache;  // by StorageImpl, while it lives
   uint64_t seq_seen = 0;  // sequence numbers below this have been given a module
   std::vector<std::pair<std::thread::id, at::CallbackHandle>> stale;  // see stop()
-  // records: per op [name, direction, module, grad_fn, tensors]; per tensor [name, dtype,
+  // records: per op [name, direction, module, grad_fn, tensors, args]; per tensor [name, dtype,
   // ndim, has_stats, device] + shape + 8 statistics
   std::vector<int64_t> op_rows;
   std::vector<int64_t> tensor_rows;
@@ -147,6 +160,17 @@ const OpInfo& info_of(const at::RecordFunction& fn) {
       }
       for (const auto& arg : schema.arguments()) {
         info.written.push_back(arg.alias_info() != nullptr && arg.alias_info()->isWrite());
+        info.keys.push_back("\"" + arg.name() + "\":");
+        c10::TypePtr type = arg.real_type();  // ScalarType, not int (type() is int)
+        if (type->kind() == c10::TypeKind::OptionalType) {
+          type = type->castRaw<c10::OptionalType>()->getElementType();
+        }
+        switch (type->kind()) {
+          case c10::TypeKind::ScalarTypeType: info.kinds.push_back(kDtype); break;
+          case c10::TypeKind::LayoutType: info.kinds.push_back(kLayout); break;
+          case c10::TypeKind::MemoryFormatType: info.kinds.push_back(kMemoryFormat); break;
+          default: info.kinds.push_back(kPlain);
+        }
       }
       const auto& rets = schema.returns();
       info.single_list_return = rets.size() == 1 && rets[0].type()->kind() == c10::TypeKind::ListType;
@@ -335,6 +359,164 @@ int64_t add_value(const c10::IValue& v, int32_t name, const std::string& prefix)
   return 0;
 }
 
+/* ---- the args column: the same text as capture/_args.py writes (see its docstring) ---- */
+
+constexpr size_t kArgsLimit = 4096;  // as _args.ARGS_LIMIT
+
+void put_float(std::string& out, double x) {
+  if (std::isnan(x)) { out += "{\"float\":\"nan\"}"; return; }
+  if (std::isinf(x)) { out += x > 0 ? "{\"float\":\"inf\"}" : "{\"float\":\"-inf\"}"; return; }
+  char buf[40];
+  for (int p = 1; p <= 17; p++) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  out += buf;
+  if (!std::strpbrk(buf, ".en")) out += ".0";
+}
+
+void put_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+const char* dtype_text(int64_t code) {
+  switch (static_cast<at::ScalarType>(code)) {
+    case at::kDouble: return "float64";
+    case at::kFloat: return "float32";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    case at::kChar: return "int8";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    case at::kComplexFloat: return "complex64";
+    case at::kComplexDouble: return "complex128";
+    case at::kFloat8_e4m3fn: return "float8_e4m3fn";
+    case at::kFloat8_e5m2: return "float8_e5m2";
+    default: return nullptr;
+  }
+}
+
+void put_int(std::string& out, int64_t v, int kind) {
+  const char* text = nullptr;
+  const char* key = nullptr;
+  if (kind == kDtype) {
+    key = "dtype";
+    text = dtype_text(v);
+  } else if (kind == kLayout) {
+    key = "layout";
+    text = v == static_cast<int64_t>(c10::kStrided) ? "strided"
+         : v == static_cast<int64_t>(c10::kSparse) ? "sparse_coo" : nullptr;
+  } else if (kind == kMemoryFormat) {
+    key = "memory_format";
+    switch (static_cast<c10::MemoryFormat>(v)) {
+      case c10::MemoryFormat::Contiguous: text = "contiguous_format"; break;
+      case c10::MemoryFormat::Preserve: text = "preserve_format"; break;
+      case c10::MemoryFormat::ChannelsLast: text = "channels_last"; break;
+      case c10::MemoryFormat::ChannelsLast3d: text = "channels_last_3d"; break;
+      default: break;
+    }
+  }
+  if (key == nullptr) {
+    out += std::to_string(v);
+  } else if (text == nullptr) {
+    out += "{\"unsupported\":\"" + std::string(key) + std::to_string(v) + "\"}";
+  } else {
+    out += "{\"" + std::string(key) + "\":\"" + text + "\"}";
+  }
+}
+
+void put_value(std::string& out, const c10::IValue& v, const std::string& name, int kind) {
+  if (v.isNone()) {
+    out += "null";
+  } else if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) {
+      out += "null";
+    } else if (t.unsafeGetTensorImpl()->is_wrapped_number()) {  // Python passed a number
+      // read in place: item() is an op, whose observer would wait for this lock
+      const void* p = t.is_cpu() ? t.const_data_ptr() : nullptr;
+      auto st = t.scalar_type();
+      if (p != nullptr && st == at::kBool) {
+        out += *static_cast<const bool*>(p) ? "true" : "false";
+      } else if (p != nullptr && st == at::kLong) {
+        out += std::to_string(*static_cast<const int64_t*>(p));
+      } else if (p != nullptr && st == at::kDouble) {
+        put_float(out, *static_cast<const double*>(p));
+      } else {
+        out += "{\"unsupported\":\"" + std::string(c10::toString(st)) + "\"}";
+      }
+    } else {
+      out += "{\"tensor\":\"" + name + "\"}";
+    }
+  } else if (v.isBool()) {
+    out += v.toBool() ? "true" : "false";
+  } else if (v.isInt()) {
+    put_int(out, v.toInt(), kind);
+  } else if (v.isDouble()) {
+    put_float(out, v.toDouble());
+  } else if (v.isString()) {
+    put_string(out, v.toStringRef());
+  } else if (v.isDevice()) {
+    out += "{\"device\":\"" + v.toDevice().str() + "\"}";
+  } else if (v.isList() || v.isTuple()) {
+    out += '[';
+    int64_t j = 0;
+    auto items = v.isList() ? v.toListRef() : c10::ArrayRef<c10::IValue>(v.toTupleRef().elements());
+    for (const c10::IValue& x : items) {
+      if (j) out += ',';
+      put_value(out, x, name + "." + std::to_string(j), kind);
+      j++;
+    }
+    out += ']';
+  } else if (v.isGenerator()) {
+    out += "{\"unsupported\":\"Generator\"}";
+  } else if (v.isComplexDouble()) {
+    out += "{\"unsupported\":\"complex\"}";
+  } else {
+    out += "{\"unsupported\":\"" + v.tagKind() + "\"}";
+  }
+}
+
+/* the args text of one call: schema name -> value, in schema order */
+int32_t args_id(const OpInfo& info, c10::ArrayRef<const c10::IValue> inputs) {
+  std::string out = "{";
+  try {
+    for (size_t i = 0; i < inputs.size() && i < info.keys.size(); i++) {
+      if (i) out += ',';
+      out += info.keys[i];
+      put_value(out, inputs[i], info.arg_names[i], info.kinds[i]);
+    }
+  } catch (const std::exception&) {
+    return -1;  // an argument this path cannot read: no args text
+  }
+  out += '}';
+  if (out.size() > kArgsLimit) out = "{\"__omitted__\":" + std::to_string(out.size()) + "}";
+  return intern(out);
+}
+
 struct Ctx : at::ObserverContext {
   bool recorded = false;
   bool forward = false;
@@ -378,9 +560,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ctx->tensor_rows = g->tensor_rows.size();
   ctx->shapes = g->shapes.size();
   ctx->stats = g->stats.size();
-  g->op_rows.insert(g->op_rows.end(), {info.name_id, direction, module, grad_fn, 0});
-  int64_t count = 0;
   auto inputs = fn.inputs();
+  int64_t args = args_id(info, inputs);
+  g->op_rows.insert(g->op_rows.end(), {info.name_id, direction, module, grad_fn, 0, args});
+  int64_t count = 0;
   for (size_t i = 0; i < inputs.size() && i < info.input_names.size(); i++) {
     count += add_value(inputs[i], info.input_names[i], info.arg_names[i]);
   }
@@ -424,7 +607,7 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* c) {
     }
   }
   g->op_rows[ctx->op_row + 4] += count;
-  ts_pending = static_cast<int64_t>(g->op_rows.size() / 5);
+  ts_pending = static_cast<int64_t>(g->op_rows.size() / kOpColumns);
 }
 
 void start() {
@@ -496,7 +679,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, std::vector<std::stri
   std::lock_guard<std::mutex> guard(g->lock);
   TORCH_CHECK(ts_busy == 0, "tensorsight native capture: pull() while a recorded op runs");
   at::RecordFunctionGuard off(false);
-  auto ops = as_tensor(g->op_rows).view({-1, 5});
+  auto ops = as_tensor(g->op_rows).view({-1, kOpColumns});
   auto tensors = as_tensor(g->tensor_rows).view({-1, 5});
   auto shapes = as_tensor(g->shapes);
   auto stats = at::tensor(at::ArrayRef<double>(g->stats), at::kDouble).view({-1, 8});

@@ -285,7 +285,7 @@ class NativeOpCapture(CaptureBackend):
         k = s = 0
         later = iter(deferred)
         due = next(later, None)
-        for position, (name_id, direction, module, grad_fn, count) in enumerate(ops):
+        for position, (name_id, direction, module, grad_fn, count, args) in enumerate(ops):
             while due is not None and due[0] <= position:
                 self._commit_deferred(*due[1])
                 due = next(later, None)
@@ -309,6 +309,7 @@ class NativeOpCapture(CaptureBackend):
                 path,
                 entries,
                 grad_fn=strings[grad_fn] if grad_fn >= 0 else None,
+                args=strings[args] if args >= 0 else None,
             )
         while due is not None:
             self._commit_deferred(*due[1])
@@ -322,5 +323,8 @@ class NativeOpCapture(CaptureBackend):
         snaps: list[Any],
         grad_fn: str | None,
         stack: str | None,
+        args: str | None = None,
     ) -> None:
-        self.recorder.commit_rows(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack)
+        self.recorder.commit_rows(
+            op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack, args=args
+        )

@@ -237,12 +237,13 @@ class Recorder:
         *,
         grad_fn: str | None = None,
         stack: str | None = None,
+        args: str | None = None,
     ) -> None:
         """Queue the rows of one op under the next execution index."""
         if self.defer is not None:  # the native capture holds ops that ran before this one
-            self.defer(op, direction, module_path, snaps, grad_fn, stack)
+            self.defer(op, direction, module_path, snaps, grad_fn, stack, args)
             return
-        self.commit_rows(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack)
+        self.commit_rows(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack, args=args)
 
     def commit_rows(
         self,
@@ -253,6 +254,7 @@ class Recorder:
         *,
         grad_fn: str | None = None,
         stack: str | None = None,
+        args: str | None = None,
     ) -> None:
         """:meth:`commit` without asking the native capture for its rows first."""
         index = self.index
@@ -260,7 +262,7 @@ class Recorder:
         nbytes = 0
         if self.mode != "statistics":
             nbytes = sum(int(s[6].nbytes) for s in snaps if s[6] is not None)
-        self.writer.add_op(index, op, direction, module_path, grad_fn, stack, snaps, nbytes)
+        self.writer.add_op(index, op, direction, module_path, grad_fn, stack, snaps, nbytes, args)
 
 
 _CACHE_MIN_NUMEL = 1 << 13

@@ -198,7 +198,7 @@ def _count(x: int | None) -> str:
 def encode_line(row: Sequence[Any]) -> str:
     """One log line (with its newline) for a row in :data:`schema.COLUMNS` order."""
     index, op, direction, module_path = row[:4]
-    head, tail = _op_parts(index, op, direction, module_path, row[17], row[18])
+    head, tail = _op_parts(index, op, direction, module_path, row[17], row[18], row[19])
     return head + _row_part(row[4:17]) + tail
 
 
@@ -209,15 +209,15 @@ _ROW = (
     '"mean": %s, "norm": %s, "nan_count": %s, "posinf_count": %s, "neginf_count": %s, '
     '"fingerprint": %s, "data": %s'
 )
-_TAIL = ', "grad_fn": %s, "stack": %s}\n'
+_TAIL = ', "grad_fn": %s, "stack": %s, "args": %s}\n'
 assert (_HEAD + _ROW + _TAIL).count('": ') == len(COLUMNS)
 
 
 def _op_parts(
-    index: int, op: str, direction: str, module_path: str, grad_fn: Any, stack: Any
+    index: int, op: str, direction: str, module_path: str, grad_fn: Any, stack: Any, args: Any
 ) -> tuple[str, str]:
     head = _HEAD % (index, _text(op), _text(direction), _text(module_path))
-    return head, _TAIL % (_text(grad_fn), _text(stack))
+    return head, _TAIL % (_text(grad_fn), _text(stack), _text(args))
 
 
 def _row_part(tail: Sequence[Any]) -> str:
@@ -262,7 +262,7 @@ class StepLog:
 
     def append(self, row: tuple[Any, ...]) -> None:
         """Add a row (a tuple in :data:`schema.COLUMNS` order)."""
-        self.append_op(row[0], row[1], row[2], row[3], row[17], row[18], [row[4:17]])
+        self.append_op(row[0], row[1], row[2], row[3], row[17], row[18], [row[4:17]], row[19])
 
     def append_op(
         self,
@@ -273,11 +273,14 @@ class StepLog:
         grad_fn: str | None,
         stack: str | None,
         tails: Sequence[tuple[Any, ...]],
+        args: str | None = None,
     ) -> None:
         """Add the rows of one op: ``tails`` hold the columns from ``tensor`` to ``data``."""
         if self._due is None:
             self._due = time.monotonic() + LOG_SECS
-        self.rows.extend((index, op, direction, module_path, *t, grad_fn, stack) for t in tails)
+        self.rows.extend(
+            (index, op, direction, module_path, *t, grad_fn, stack, args) for t in tails
+        )
 
     def flush(self) -> None:
         """Write the rows not yet in the log (the OS has them; no fsync)."""
@@ -292,7 +295,7 @@ class StepLog:
             for row in rows[start:]:
                 if row[:4] != head_of[:4] or row[17:] != head_of[17:]:  # a new op
                     head_of = row
-                    head, tail = _op_parts(row[0], row[1], row[2], row[3], row[17], row[18])
+                    head, tail = _op_parts(*row[:4], *row[17:20])
                 lines.append(head + _row_part(row[4:17]) + tail)
             self._file.write("".join(lines).encode())
             self._file.flush()

@@ -61,6 +61,7 @@ def group_ops(rows: list[TensorRecord]) -> tuple[OpRecord, ...]:
                 tensors=tuple(rows[i:j]),
                 grad_fn=first.grad_fn,
                 stack=first.stack,
+                args=first.args,
             )
         )
         i = j

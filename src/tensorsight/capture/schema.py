@@ -1,4 +1,4 @@
-"""The dump format: every on-disk shape of a tensorsight dump, version 1.
+"""The dump format: every on-disk shape of a tensorsight dump, version 2.
 
 This docstring is the spec (``docs/formats/dump.md`` explains it with examples).
 
@@ -17,10 +17,11 @@ Layout of a dump folder ``DUMP``::
       rank1/ ...
 
 Op table: one row per recorded tensor (:class:`TensorRecord`); the rows of one op share
-``index``, ``op``, ``direction``, ``module_path``, ``grad_fn`` and ``stack``, and the table is
-in execution order (forward, then backward, as they ran). The JSONL log holds one JSON
-object per line with the :class:`TensorRecord` field names; a line cut off by a crash is
-ignored. The Parquet file has the same columns (``shape`` is ``list<int64>``).
+``index``, ``op``, ``direction``, ``module_path``, ``grad_fn``, ``stack`` and ``args`` (the op's
+arguments as JSON, level op; see ``capture/_args.py``), and the table is in execution order
+(forward, then backward, as they ran). The JSONL log holds one JSON object per line with
+the :class:`TensorRecord` field names; a line cut off by a crash is ignored. The Parquet
+file has the same columns (``shape`` is ``list<int64>``).
 
 Tensor shards are standard safetensors files (8-byte little-endian header length, JSON
 header, raw little-endian data), so bf16 and fp8 survive bit for bit and a reader can
@@ -52,7 +53,7 @@ __all__ = [
     "step_json",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the op table's ``args`` column (version 1 dumps read as before)
 FORMAT_NAME = "tensorsight-dump"
 MODES = ("statistics", "tensor", "md5")
 LEVELS = ("op", "module", "api")
@@ -111,6 +112,10 @@ class TensorRecord:
         data: ``"<shard>:<key>"`` of the stored tensor (mode ``tensor``) or ``None``.
         grad_fn: Autograd node running a backward op (``AddmmBackward0``) or ``None``.
         stack: User call stack (``file:line in func`` lines) when ``stack=True``.
+        args: The op's arguments as compact JSON (level op, schema version 2 on): schema
+            argument name -> value, tensors as ``{"tensor": "<row name>"}`` (the encoding
+            is specified in ``capture/_args.py`` and ``docs/formats/dump.md``); ``None``
+            when not recorded (other levels, older dumps).
     """
 
     index: int
@@ -126,6 +131,7 @@ class TensorRecord:
     data: str | None = None
     grad_fn: str | None = None
     stack: str | None = None
+    args: str | None = None
 
     @property
     def name(self) -> str:
@@ -157,6 +163,7 @@ class TensorRecord:
             "data": self.data,
             "grad_fn": self.grad_fn,
             "stack": self.stack,
+            "args": self.args,
         }
         stats = self.stats
         for key in STAT_COLUMNS:
@@ -195,6 +202,7 @@ class TensorRecord:
                 data=row.get("data"),
                 grad_fn=row.get("grad_fn"),
                 stack=row.get("stack"),
+                args=row.get("args"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             msg = f"Op table row {row!r:.200}: {exc}. Expected the columns of TensorRecord."
@@ -217,6 +225,7 @@ COLUMNS = (
     "data",
     "grad_fn",
     "stack",
+    "args",
 )
 
 
@@ -232,6 +241,7 @@ class OpRecord:
         tensors: The op's rows, inputs first, then outputs, in argument order.
         grad_fn: Autograd node of a backward op, else ``None``.
         stack: User call stack when recorded.
+        args: The op's arguments as JSON (see :class:`TensorRecord`), or ``None``.
     """
 
     index: int
@@ -241,6 +251,7 @@ class OpRecord:
     tensors: tuple[TensorRecord, ...]
     grad_fn: str | None = None
     stack: str | None = None
+    args: str | None = None
 
     @property
     def inputs(self) -> tuple[TensorRecord, ...]:

@@ -169,7 +169,7 @@ class DumpWriter:
         nbytes = int(tensor.nbytes) if tensor is not None else 0
         self.add_op(
             row["index"], row["op"], row["direction"], row.get("module_path") or "",
-            row.get("grad_fn"), row.get("stack"), [entry], nbytes,
+            row.get("grad_fn"), row.get("stack"), [entry], nbytes, row.get("args"),
         )  # fmt: skip
 
     def add_op(
@@ -182,12 +182,14 @@ class DumpWriter:
         stack: str | None,
         entries: list[Entry],
         nbytes: int = 0,
+        args: str | None = None,
     ) -> None:
         """Queue the rows of one op: one :data:`Entry` per tensor (see :meth:`add`).
 
-        ``nbytes`` is the size of the tensor copies among the entries (back-pressure).
+        ``nbytes`` is the size of the tensor copies among the entries (back-pressure);
+        ``args`` the op's arguments (the ``args`` column).
         """
-        item = ("op", index, op, direction, module_path, grad_fn, stack, entries)
+        item = ("op", index, op, direction, module_path, grad_fn, stack, entries, args)
         self._check_open()
         if nbytes:
             self._wait_for_room(nbytes)
@@ -386,6 +388,7 @@ class DumpWriter:
         grad_fn: str | None,
         stack: str | None,
         entries: list[Entry],
+        args: str | None = None,
     ) -> None:
         log = self._log
         assert self._step_info is not None
@@ -411,7 +414,7 @@ class DumpWriter:
             if dtype not in dtypes:
                 dtypes.add(dtype)
             self._tensor_count += 1
-        log.append_op(index, op, direction, module_path, grad_fn, stack, tails)
+        log.append_op(index, op, direction, module_path, grad_fn, stack, tails, args)
         if index >= self._op_count:
             self._op_count = index + 1
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from tensorsight.capture.reader import Dump, DumpStep, read_dump
 from tensorsight.capture.schema import OpRecord, TensorRecord
+from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
 from tensorsight.compare.flow import Origins
@@ -355,7 +356,7 @@ def _compare_rank(
         ins = [measured[k] for k in range(i, j) if jobs[k].role == "input"]
         outs = [measured[k] for k in range(i, j) if jobs[k].role == "output"]
         op = (pair.bench or pair.target)[0].op
-        judged_in, judged_out = prof.judge_op(op, ins, outs, state)
+        judged_in, judged_out = judge_written(prof, op, ins, outs, state)
         judged[i] = [*judged_in, *judged_out]
     out: list[OpComparison] = [r for i, _ in groups for r in judged[i]]
     measure.resolve_layout(out)

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from tensorsight.capture._args import encode_call
 from tensorsight.capture._recorder import iter_tensors, user_stack
 from tensorsight.capture.backends.base import CaptureBackend
 
@@ -60,6 +61,7 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if rec.filtered and not rec.wants(op, module_path):
             return func(*args, **(kwargs or {}))
         named = iter_tensors(args, "input")
+        call = encode_call(func, args, kwargs)
         if kwargs:
             named += [(f"input.{k}", v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
             snaps = rec.snapshot(named)
@@ -76,7 +78,7 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if fresh and not collective:
             rec.after_bump(outputs, out_snaps)
         snaps += out_snaps
-        rec.commit(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack)
+        rec.commit(op, direction, module_path, snaps, grad_fn=grad_fn, stack=stack, args=call)
         return out
 
 
