@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 import tensorsight
+from tensorsight.capture.schema import OpRecord, TensorRecord, TensorStats
 from tensorsight.compare import compare
 from tensorsight.compare._unwritten import unwritten_reason
+from tensorsight.compare.flow import Origins
 from tests.conftest import run_cli
 
 torch = pytest.importorskip("torch")
@@ -127,3 +129,36 @@ def test_planted_layernorm_eps_bug_is_named_in_statistics_mode(dumps):
 )
 def test_which_tensors_hold_no_computed_values(op, tensor, neutral):
     assert (unwritten_reason(op, tensor) is not None) is neutral
+
+
+def _op(index: int, op: str, rows: dict[str, tuple[float, float]]) -> OpRecord:
+    """An op whose rows hold tensors of 8 float32 elements with the given (min, max)."""
+    tensors = tuple(
+        TensorRecord(
+            index, op, "forward", "", name, (8,), "float32",
+            stats=TensorStats(min=lo, max=hi, mean=(lo + hi) / 2, norm=abs(hi) + abs(lo)),
+        )
+        for name, (lo, hi) in rows.items()
+    )  # fmt: skip
+    return OpRecord(index, op, "forward", "", tensors)
+
+
+def test_memory_no_op_wrote_is_followed_through_views_until_written():
+    """nn.Linear's weight: empty -> detach (the Parameter) -> uniform_ (the initialiser)."""
+    garbage, init, other = (-3e36, 5e36), (-0.3, 0.3), (-1.0, 2.0)
+    ops = [
+        _op(0, "aten.empty.memory_format", {"output.0": garbage}),
+        _op(1, "aten.detach.default", {"input.0": garbage, "output.0": garbage}),
+        _op(2, "aten.uniform_.default", {"input.0": garbage, "output.0": init}),
+        _op(3, "aten.t.default", {"input.0": init, "output.0": init}),
+        _op(4, "aten.sum.default", {"input.0": garbage, "output.0": other}),
+    ]
+    flow = Origins(ops, ops)
+    unwritten = {
+        (op.index, t.tensor) for op in ops for t in op.tensors
+        if flow.unwritten(op.index, op.index, t.tensor)
+    }  # fmt: skip
+    assert unwritten == {
+        (0, "output.0"), (1, "input.0"), (1, "output.0"), (2, "input.0"), (4, "input.0")
+    }  # fmt: skip
+    assert flow.unwritten(1, None, "input.0") == "aten.empty.memory_format"

@@ -51,9 +51,11 @@ def array_stats(a: np.ndarray, *, native: bool = True) -> list[float] | None:
         fn = None if fns is None else fns.get(a.dtype.name)
         if fn is not None:
             return _stats_native.buffer_stats(fn, a.ctypes.data, n)
-    x = a.astype(np.float64, copy=False).reshape(-1)
-    mn, mx = float(x.min()), float(x.max())
-    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, squares past DBL_MAX
+    # invalid: signalling NaNs (uninitialised memory) raise it when cast; inf - inf;
+    # over: squares past DBL_MAX
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = a.astype(np.float64, copy=False).reshape(-1)
+        mn, mx = float(x.min()), float(x.max())
         s = float(x.sum())
         sq = float(np.dot(x, x))
     counts = [0.0, 0.0, 0.0]

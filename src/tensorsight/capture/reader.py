@@ -139,7 +139,8 @@ class DumpStep:
         if raw.dtype in _safetensors.RAW_DTYPES:
             arr = _safetensors.to_float32(arr, raw.dtype)
         if dtype is not None:
-            arr = arr.astype(dtype)
+            with np.errstate(invalid="ignore"):  # signalling NaNs raise it when cast
+                arr = arr.astype(dtype)
         return arr
 
     def close(self) -> None:

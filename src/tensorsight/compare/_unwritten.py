@@ -13,7 +13,10 @@ msprobe's ``Torch.empty.0.forward``):
 
 - outputs never written: :data:`ALLOCATION_OPS`;
 - inputs overwritten before being read: ``input.0`` of :data:`OVERWRITE_OPS`, and any
-  ``input.out`` (``out=`` arguments) of every op.
+  ``input.out`` (``out=`` arguments) of every op;
+- any later row holding an allocation's memory unchanged, found by data flow
+  (:meth:`~tensorsight.compare.flow.Origins.unwritten`): a view or ``detach`` of it, or the
+  ``nn.Parameter`` made of it before its initialiser fills it.
 """
 
 from __future__ import annotations
@@ -21,27 +24,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from tensorsight.compare.budget import JudgeState, Profile
+from tensorsight.compare.flow import ALLOCATION_OPS, Origins, op_base
 from tensorsight.compare.result import OpComparison, Verdict
 
 __all__ = ["ALLOCATION_OPS", "OVERWRITE_OPS", "judge_written", "unwritten_reason"]
 
-ALLOCATION_OPS = frozenset(
-    {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"}
-)
 OVERWRITE_OPS = frozenset(
     {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_",
      "exponential_", "geometric_", "cauchy_", "log_normal_", "set_", "resize_"}
 )  # fmt: skip
 
 
-def _base(op: str) -> str:
-    parts = op.split(".")
-    return parts[1] if len(parts) > 1 else op
-
-
 def unwritten_reason(op: str, tensor: str) -> str | None:
     """Why row ``tensor`` of ``op`` holds no computed values, or ``None`` when it does."""
-    base = _base(op)
+    base = op_base(op)
     if tensor.startswith("output") and base in ALLOCATION_OPS:
         return f"Uninitialised memory (output of {op}): not compared."
     if tensor == "input.out" or (tensor == "input.0" and base in OVERWRITE_OPS):
@@ -49,6 +45,15 @@ def unwritten_reason(op: str, tensor: str) -> str | None:
             f"Overwritten by {op} before being read ({tensor}): its old contents are not compared."
         )
     return None
+
+
+def _reason(op: str, row: OpComparison, origins: Origins | None) -> str | None:
+    reason = unwritten_reason(op, row.tensor)
+    if reason is None and origins is not None:
+        alloc = origins.unwritten(row.index, row.index_target, row.tensor)
+        if alloc is not None:
+            reason = f"Uninitialised memory (from {alloc}, not written since): not compared."
+    return reason
 
 
 def judge_written(
@@ -60,7 +65,8 @@ def judge_written(
 ) -> tuple[list[OpComparison], list[OpComparison]]:
     """``profile.judge_op`` on the rows that hold computed values; the others ``pass``
     with their reason. Row order is kept."""
-    why = {id(r): unwritten_reason(op, r.tensor) for r in (*inputs, *outputs)}
+    origins = state.origin if isinstance(state.origin, Origins) else None
+    why = {id(r): _reason(op, r, origins) for r in (*inputs, *outputs)}
     if not any(why.values()):
         return profile.judge_op(op, inputs, outputs, state)
     ins_j, outs_j = profile.judge_op(

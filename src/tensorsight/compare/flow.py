@@ -9,6 +9,12 @@ ones) carry no identity by statistics, since any two of them agree.
 
 Parameters are the ``param.<name>`` rows of ``tensorsight.param_grad`` (and msprobe's
 parameter rows); an input holding the same tensor as one of them is that parameter.
+
+Memory an allocation op returned (``torch.empty``: whatever the allocator held) is followed
+the same way: every later row holding that same tensor, by data or by every statistic, holds
+memory no op has written yet (a view or ``detach`` of it, the ``nn.Parameter`` made of it
+before its initialiser fills it). Any write changes the statistics (or the stored version),
+so the trail ends there.
 """
 
 from __future__ import annotations
@@ -18,9 +24,27 @@ from dataclasses import dataclass
 
 from tensorsight.capture.schema import OpRecord, TensorRecord
 
-__all__ = ["DataFlow", "Origin", "Origins", "Producer", "tensor_identity"]
+__all__ = [
+    "ALLOCATION_OPS",
+    "DataFlow",
+    "Origin",
+    "Origins",
+    "Producer",
+    "op_base",
+    "tensor_identity",
+]
 
 _CASTS = ("aten._to_copy.", "aten.to.", "aten.type_as.", "aten.convert_element_type")
+# op base names (``aten.empty.memory_format`` -> ``empty``) whose outputs no op wrote
+ALLOCATION_OPS = frozenset(
+    {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"}
+)
+
+
+def op_base(op: str) -> str:
+    """``aten.empty.memory_format`` and msprobe's ``Torch.empty.0.forward`` -> ``empty``."""
+    parts = op.split(".")
+    return parts[1] if len(parts) > 1 else op
 
 
 def tensor_identity(rec: TensorRecord) -> Hashable | None:
@@ -59,8 +83,23 @@ class DataFlow:
         self._param_data: set[str] = set()
         by_data: dict[str, Producer] = {}
         by_stats: dict[Hashable, Producer] = {}
+        # identities (data or statistics) of memory no op wrote -> the allocation op
+        fresh: dict[Hashable, str] = {}
+        self._unwritten: dict[tuple[int, str], str] = {}
         self.first_backward: int | None = None
         for op in ops:
+            allocates = op_base(op.op) in ALLOCATION_OPS
+            for t in op.tensors:
+                ident = tensor_identity(t)
+                keys: list[Hashable] = [] if ident is None else [ident]
+                if t.data is not None:
+                    keys.append(("data", t.data))
+                if allocates and t.tensor.startswith("output"):
+                    for k in keys:
+                        fresh[k] = op.op
+                hit = next((fresh[k] for k in keys if k in fresh), None)
+                if hit is not None:
+                    self._unwritten[(op.index, t.tensor)] = hit
             if op.direction == "backward" and self.first_backward is None:
                 self.first_backward = op.index
             for t in op.tensors:
@@ -84,6 +123,10 @@ class DataFlow:
                 key = tensor_identity(t)
                 if key is not None:
                     by_stats[key] = p
+
+    def unwritten(self, index: int, tensor: str) -> str | None:
+        """The allocation op whose unwritten memory row ``tensor`` of op ``index`` holds."""
+        return self._unwritten.get((index, tensor))
 
     def producer(self, index: int, tensor: str) -> Producer | None:
         """The op that produced input ``tensor`` of op ``index`` (``None``: none recorded)."""
@@ -151,6 +194,13 @@ class Origins:
                 return None  # a cast of something no recorded op made (a parameter)
             p = up
         return p
+
+    def unwritten(self, index: int | None, index_target: int | None, tensor: str) -> str | None:
+        """The allocation op whose unwritten memory the row holds, on either side."""
+        hit = self.bench.unwritten(index, tensor) if index is not None else None
+        if hit is None and index_target is not None:
+            hit = self.target.unwritten(index_target, tensor)
+        return hit
 
     def __call__(self, index: int, index_target: int | None, tensor: str) -> Origin:
         """The origin of input ``tensor`` of bench op ``index`` (target op ``index_target``)."""

@@ -133,7 +133,8 @@ def stats(values: NDArray[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"count": int(values.size)}
     if values.dtype.kind not in "biuf":
         return out
-    x = values.astype(np.float64).ravel()
+    with np.errstate(invalid="ignore"):  # signalling NaNs raise it when cast
+        x = values.astype(np.float64).ravel()
     finite = x[np.isfinite(x)]
     out.update(
         nan_count=int(np.isnan(x).sum()),

@@ -144,7 +144,8 @@ def value_range(a: NDArray[Any], *, chunk: int | None = None) -> tuple[float, fl
             cmin, cmax = float(part.min()), float(part.max())
         if not (math.isfinite(cmin) and math.isfinite(cmax)):
             v = buf[: part.size]
-            np.copyto(v, part, casting="unsafe")
+            with np.errstate(invalid="ignore"):  # signalling NaNs raise it when cast
+                np.copyto(v, part, casting="unsafe")
             _zero_nonfinite(v)
             cmin, cmax = float(v.min()), float(v.max())
         lo, hi = min(lo, cmin), max(hi, cmax)
