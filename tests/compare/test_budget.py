@@ -132,3 +132,40 @@ def test_statistics_rows_name_the_statistics_error():
     assert bad.reason.startswith("Statistics error 0.3 exceeds its budget ")
     [bad_in], _ = _judge([stats_row("input.0", 0.3)], [])
     assert "statistics error 0.3 exceeds its budget" in bad_in.reason
+
+
+@pytest.mark.parametrize(
+    ("op", "denominator", "verdict"),
+    [
+        # Adam: sqrt(v) + eps is eps where a gradient is zero: ill-conditioned, said
+        ("aten.addcdiv_.default", (1e-8, 0.04), "warning"),
+        ("Tensor.addcdiv_.0.forward", (1e-8, 0.04), "warning"),  # msprobe's name
+        ("aten.div.Tensor", (1e-6, 5.0), "warning"),
+        # a denominator of one magnitude excuses nothing
+        ("aten.addcdiv_.default", (1.0, 2.0), "error"),
+        # a denominator that may hold 0 or change sign: no bound, no excuse
+        ("aten.div.Tensor", (-1.0, 1.0), "error"),
+        ("aten.mul.Tensor", (1e-8, 0.04), "error"),  # not a division
+    ],
+)
+def test_statistics_rows_of_divisions_get_the_denominators_conditioning(op, denominator, verdict):
+    lo, hi = denominator
+
+    def stats_row(tensor, diff, lo=-1.0, hi=1.0):
+        return OpComparison(
+            3, op, "", "forward", tensor, (96,), (96,), "float32", "float32",
+            mode="statistics", norm_rel_diff=diff, min_bench=lo, max_bench=hi,
+            mean_bench=0.0, std_bench=1.0,
+        )  # fmt: skip
+
+    divisor = "input.2" if "addcdiv" in op else "input.1"
+    ins = [stats_row("input.0", 0.0), stats_row("input.1", 2e-3)]
+    if divisor == "input.2":
+        ins.append(stats_row("input.2", 1e-4, lo, hi))
+    else:
+        ins[1] = stats_row("input.1", 2e-3, lo, hi)
+    _, [out] = get_profile(None).judge_op(op, ins, [stats_row("output.0", 0.2)], JudgeState())
+    assert out.verdict == verdict, out.reason
+    if verdict == "warning":
+        assert "ill-conditioned" in out.reason
+        assert "mode='tensor'" in out.reason

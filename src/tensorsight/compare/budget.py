@@ -19,7 +19,12 @@ Two profiles judge the rows of one op at a time (its input rows and output rows)
       exponential-like ops (a relative input error becomes an absolute one).
 
     An output above its budget *adds* error: verdict ``error`` (a ``warning`` for the backward
-    of a piecewise op such as relu or max whose forward already differs: branch flips),
+    of a piecewise op such as relu or max whose forward already differs: branch flips; a
+    ``warning`` for a statistics row of a division, ``div`` or ``addcdiv``, within the bound
+    that holds whatever its elements are, ``max|d| / min|d|`` of the denominator (one sign,
+    never 0) times the inherited error: Adam's ``m / (sqrt(v) + eps)`` on entries whose
+    gradient is zero turns bf16-level gradient error into large output error, and statistics
+    cannot replay it),
     unless the op, evaluated in float64 on each side's own inputs
     (:mod:`~tensorsight.compare.reproduce`, tensor dumps), reproduces that side's output
     within ``SAFETY * (u + sqrt(K) * u_acc)``: the op added nothing, the difference is
@@ -52,7 +57,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tensorsight.compare.flow import Origin
+from tensorsight.compare.flow import Origin, op_base
 from tensorsight.compare.metrics.kernel import dtype_precision
 from tensorsight.compare.reproduce import Reproduction
 from tensorsight.compare.result import OpComparison, Verdict
@@ -157,6 +162,59 @@ def reduction_length(op: str, inputs: Sequence[OpComparison], out: OpComparison)
         n_out = max(1, _numel(out.shape_bench))
         return max(1, n_in // n_out)
     return 1
+
+
+def _magnitude_range(row: OpComparison) -> float:
+    """``max|x| / min|x|`` of the bench tensor from its statistics: how far apart the
+    magnitudes of its elements can be (``inf`` when it may hold 0 or changes sign)."""
+    lo, hi = row.min_bench, row.max_bench
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return math.inf
+    if lo * hi <= 0:
+        return math.inf
+    a, b = sorted((abs(lo), abs(hi)))
+    return b / a
+
+
+def _division_amplification(
+    base: str, inp: OpComparison, out: OpComparison, inputs: Sequence[OpComparison]
+) -> float | None:
+    """Normwise conditioning of ``div`` (``input.0 / input.1``) and ``addcdiv``
+    (``input.0 + value * input.1 / input.2``), ``None`` for other ops.
+
+    Dividing by ``d`` turns a numerator's relative error ``e`` into at most
+    ``e * max|d| / min|d|`` normwise (``||dm / d|| <= ||dm|| / min|d|`` while
+    ``||m / d|| >= ||m|| / max|d||``), and the same holds for the denominator's own error to
+    first order. Adam's update divides by ``sqrt(v) + eps``, which is ``eps`` where a gradient
+    is zero, so bf16-level gradient error legitimately becomes large output error there. For
+    ``addcdiv`` the quotient is added to ``input.0``, so its share of the output,
+    ``(||out|| + ||input.0||) / ||out||`` at most, multiplies in.
+    """
+    if base not in ("div", "divide", "true_divide", "addcdiv"):
+        return None
+    rows = {r.tensor: r for r in inputs}
+    if base == "addcdiv":
+        quotient = ("input.1", "input.2")
+        denominator = rows.get("input.2")
+    else:
+        quotient = ("input.0", "input.1")
+        denominator = rows.get("input.1")
+    if inp.tensor not in quotient or denominator is None:
+        return 1.0 if base == "addcdiv" else None
+    amp = _magnitude_range(denominator)
+    if base == "addcdiv":
+        r_out = _rms(out.mean_bench, out.std_bench)
+        base_row = rows.get("input.0")
+        r_in = _rms(base_row.mean_bench, base_row.std_bench) if base_row is not None else 0.0
+        if r_out:
+            amp *= max(1.0, (r_out + (r_in or 0.0)) / r_out)
+    return amp
+
+
+def _division_span(op: str, inputs: Sequence[OpComparison]) -> float:
+    rows = {r.tensor: r for r in inputs}
+    d = rows.get("input.2" if "addcdiv" in op.lower() else "input.1")
+    return math.inf if d is None else _magnitude_range(d)
 
 
 def _amplification(op: str, inp: OpComparison, out: OpComparison) -> float:
@@ -402,6 +460,14 @@ class BudgetProfile:
             # a source (factory op) or an accumulated parameter gradient: judged like an input
             return self._judge_input(row, state, produced=True)
         inherited = sum(_amplification(op, r, row) * x for r, x in known)
+        # statistics rows of a division: the bound that holds whatever the elements are
+        division = None
+        if row.rmse is None and known:
+            base = op_base(op.lower()).rstrip("_")
+            amps = [(_division_amplification(base, r, row, inputs), x) for r, x in known]
+            # a denominator that may hold 0 or change sign bounds nothing: judged as any op
+            if all(a is not None and math.isfinite(a) for a, _ in amps):
+                division = sum(min(a or 1.0, AMP_CAP) * x for a, x in amps)
         e_in = max((x for _, x in known), default=0.0)
         saved = 0.0
         if row.direction == "backward":  # saved forward tensors are inputs too
@@ -434,6 +500,15 @@ class BudgetProfile:
             reason += f", K={k}" if k > 1 else ""
             reason += f", inherited {_fmt(e_in)})." if e_in else ")."
             return row.with_verdict(Verdict("pass", reason, budget, e))
+        if division is not None and e <= self.safety * (local + division + saved):
+            reason = (
+                f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)}, but this "
+                "division is ill-conditioned (its denominator's magnitudes span "
+                f"{_fmt(_division_span(op, inputs))}: inherited error may grow up to "
+                f"{_fmt(self.safety * (local + division + saved))}); a statistics dump cannot "
+                "tell that from an error: dump tensors (mode='tensor') to replay the op."
+            )
+            return row.with_verdict(Verdict("warning", reason, budget, e))
         tol = self.safety * local
         rep = None
         if state.reproduce is not None and row.index is not None and _is_float(row.dtype_target):
