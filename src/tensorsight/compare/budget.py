@@ -203,12 +203,84 @@ def _division_amplification(
         return 1.0 if base == "addcdiv" else None
     amp = _magnitude_range(denominator)
     if base == "addcdiv":
-        r_out = _rms(out.mean_bench, out.std_bench)
+        r_out = _row_rms(out)
         base_row = rows.get("input.0")
-        r_in = _rms(base_row.mean_bench, base_row.std_bench) if base_row is not None else 0.0
+        r_in = _row_rms(base_row) if base_row is not None else 0.0
         if r_out:
             amp *= max(1.0, (r_out + (r_in or 0.0)) / r_out)
     return amp
+
+
+def _rsqrt(x: float) -> float:
+    return 1.0 / math.sqrt(x)
+
+
+def _reciprocal(x: float) -> float:
+    return 1.0 / x
+
+
+def _sigmoid(x: float) -> float:
+    return 0.5 * (1.0 + math.tanh(0.5 * x))
+
+
+# monotone elementwise ops: base name -> (the function in float64, increasing?)
+_MONOTONE: dict[str, tuple[Callable[[float], float], bool]] = {
+    "sqrt": (math.sqrt, True),
+    "rsqrt": (_rsqrt, False),
+    "exp": (math.exp, True),
+    "log": (math.log, True),
+    "reciprocal": (_reciprocal, False),
+    "tanh": (math.tanh, True),
+    "sigmoid": (_sigmoid, True),
+    "neg": (float.__neg__, False),
+}
+
+
+def _extremes_reproduce(
+    op: str, inputs: Sequence[OpComparison], row: OpComparison, tol: float
+) -> bool:
+    """Whether a monotone elementwise op's output min and max are, on each side, the op
+    evaluated in float64 on that side's input min and max (to ``tol`` of the output's
+    magnitude): the statistics analogue of a replay. Statistics measure error relative to
+    the largest element, so a small element's error grows through sqrt (by
+    ``sqrt(max / min) / 2``) although every element was computed faithfully."""
+    spec = _MONOTONE.get(op_base(op.lower()).rstrip("_"))
+    if spec is None or len(inputs) != 1 or row.tensor != "output.0":
+        return False
+    fn, increasing = spec
+    inp = inputs[0]
+    for side in ("bench", "target"):
+        lo, hi = getattr(inp, f"min_{side}"), getattr(inp, f"max_{side}")
+        olo, ohi = getattr(row, f"min_{side}"), getattr(row, f"max_{side}")
+        if None in (lo, hi, olo, ohi):
+            return False
+        if fn is _reciprocal and lo * hi <= 0:
+            return False  # not monotone across 0
+        try:
+            a, b = fn(lo), fn(hi)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return False
+        if not increasing:
+            a, b = b, a
+        scale = max(abs(olo), abs(ohi))
+        if not (math.isfinite(scale) and scale > 0):
+            return False
+        if abs(a - olo) > tol * scale or abs(b - ohi) > tol * scale:
+            return False
+    return True
+
+
+def _error_without_extremes(row: OpComparison) -> float | None:
+    """The statistics error from the L2 norm and the mean alone."""
+    parts = []
+    if row.norm_rel_diff is not None and not math.isnan(row.norm_rel_diff):
+        parts.append(row.norm_rel_diff)
+    if row.mean_bench is not None and row.mean_target is not None:
+        mags = [abs(v) for v in (row.min_bench, row.max_bench) if v is not None]
+        mag = max((m for m in mags if math.isfinite(m)), default=0.0)
+        if mag > 0:
+            parts.append(abs(row.mean_bench - row.mean_target) / mag)
+    return max(parts) if parts else None
 
 
 def _division_span(op: str, inputs: Sequence[OpComparison]) -> float:
@@ -217,13 +289,79 @@ def _division_span(op: str, inputs: Sequence[OpComparison]) -> float:
     return math.inf if d is None else _magnitude_range(d)
 
 
-def _amplification(op: str, inp: OpComparison, out: OpComparison) -> float:
+def _ill_conditioned(
+    op: str,
+    row: OpComparison,
+    inputs: Sequence[OpComparison],
+    known: Sequence[tuple[OpComparison, float]],
+    k: int = 1,
+) -> tuple[float, float, str] | None:
+    """``(inherited bound, amplification of rounding, why)`` with the conditioning uncapped,
+    sums of ``k`` terms counted as such and a division's denominator range included;
+    ``None`` when it says no more than the capped budget or cannot be bounded (a
+    denominator that may hold 0 or change sign)."""
+    if not known:
+        return None
+    base = op_base(op.lower()).rstrip("_")
+    amps = []
+    rounding = 1.0  # what the op's own rounding is amplified by: cancellation, not division
+    for r, x in known:
+        amp = _amplification(op, r, row, cap=False)
+        if k > 1 and any(a in op.lower() for a in _ADDITIVE):
+            amp *= k  # a sum of k terms: sum|x| / |sum x|, up to k * rms(x) / rms(sum)
+        rounding = max(rounding, amp)
+        division = _division_amplification(base, r, row, inputs)
+        if division is not None:
+            amp = max(amp, division)
+        if not (math.isfinite(amp) and math.isfinite(rounding)):
+            return None
+        amps.append((amp, x))
+    top = max(a for a, _ in amps)
+    if top <= AMP_CAP and _division_amplification(base, known[0][0], row, inputs) is None:
+        return None
+    bound = math.prod(1.0 + a * x for a, x in amps) - 1.0
+    if _division_amplification(base, known[0][0], row, inputs) is not None:
+        why = f"a division whose denominator's magnitudes span {_fmt(_division_span(op, inputs))}"
+    else:
+        why = f"its inputs' error may be amplified x{_fmt(top)}, e.g. by cancellation"
+    return bound, rounding, why
+
+
+def _row_rms(row: OpComparison) -> float | None:
+    """RMS of the bench tensor: from mean and std, or (statistics rows) norm / sqrt(numel)."""
+    rms = _rms(row.mean_bench, row.std_bench)
+    if rms is not None:
+        return rms
+    if row.norm_bench is None or row.shape_bench is None or not math.isfinite(row.norm_bench):
+        return None
+    n = math.prod(row.shape_bench)
+    return row.norm_bench / math.sqrt(n) if n else None
+
+
+def _row_std(row: OpComparison) -> float | None:
+    """Standard deviation of the bench tensor (statistics rows: from rms and mean)."""
+    if row.std_bench is not None:
+        return row.std_bench
+    rms = _row_rms(row)
+    if rms is None or row.mean_bench is None or not math.isfinite(row.mean_bench):
+        return None
+    return math.sqrt(max(rms * rms - row.mean_bench * row.mean_bench, 0.0))
+
+
+def _amplification(op: str, inp: OpComparison, out: OpComparison, *, cap: bool = True) -> float:
     name = op.lower()
     amp = 1.0
-    if any(k in name for k in _CENTRING):
-        rms = _rms(inp.mean_bench, inp.std_bench)
-        if rms and inp.std_bench:
-            amp = rms / inp.std_bench
+    if any(k in name for k in _CENTRING) and out.tensor == "output.1" and "native" in name:
+        # native_layer_norm's (and batch/group norm's) saved mean: a sum, so cancellation
+        ri = _row_rms(inp)
+        ro = _row_rms(out)
+        if ri is not None and ro:
+            amp = max(1.0, ri / ro)
+    elif any(k in name for k in _CENTRING):
+        rms = _row_rms(inp)
+        std = _row_std(inp)
+        if rms and std:
+            amp = rms / std
     elif any(k in name for k in _EXPLIKE):
         mags = [abs(v) for v in (inp.min_bench, inp.max_bench) if v is not None]
         mags = [m for m in mags if math.isfinite(m)]
@@ -232,10 +370,12 @@ def _amplification(op: str, inp: OpComparison, out: OpComparison) -> float:
         elif inp.mean_bench is not None and inp.std_bench is not None:
             amp = max(1.0, abs(inp.mean_bench) + 4 * inp.std_bench)
     elif any(k in name for k in _ADDITIVE):
-        ri = _rms(inp.mean_bench, inp.std_bench)
-        ro = _rms(out.mean_bench, out.std_bench)
+        ri = _row_rms(inp)
+        ro = _row_rms(out)
         if ri is not None and ro:
             amp = max(1.0, ri / ro)
+    if not cap:
+        return amp
     return min(amp, AMP_CAP) if math.isfinite(amp) else AMP_CAP
 
 
@@ -459,15 +599,9 @@ class BudgetProfile:
         if not inputs or row.tensor.startswith("grad."):
             # a source (factory op) or an accumulated parameter gradient: judged like an input
             return self._judge_input(row, state, produced=True)
-        inherited = sum(_amplification(op, r, row) * x for r, x in known)
-        # statistics rows of a division: the bound that holds whatever the elements are
-        division = None
-        if row.rmse is None and known:
-            base = op_base(op.lower()).rstrip("_")
-            amps = [(_division_amplification(base, r, row, inputs), x) for r, x in known]
-            # a denominator that may hold 0 or change sign bounds nothing: judged as any op
-            if all(a is not None and math.isfinite(a) for a, _ in amps):
-                division = sum(min(a or 1.0, AMP_CAP) * x for a, x in amps)
+        # (1 + e_1)(1 + e_2)... - 1: first order, the sum; a product of inputs that differ
+        # by more than themselves (a gradient that is 0 in exact arithmetic, squared) more
+        inherited = math.prod(1.0 + _amplification(op, r, row) * x for r, x in known) - 1.0
         e_in = max((x for _, x in known), default=0.0)
         saved = 0.0
         if row.direction == "backward":  # saved forward tensors are inputs too
@@ -477,6 +611,9 @@ class BudgetProfile:
         k = reduction_length(op, inputs, row)
         local = u_low + math.sqrt(k) * U_ACC if u_low else 0.0
         budget = self.safety * (local + inherited)
+        # statistics rows: the bound that holds whatever the elements are (uncapped
+        # conditioning, divisions included), for a warning when nothing can be replayed
+        ill = _ill_conditioned(op, row, inputs, known, k) if row.rmse is None else None
         gain = e / e_in if e_in > 0 else (math.inf if e > 0 else 1.0)
         row = row.evolve(input_error=e_in, error_gain=gain)
         if not _is_float(row.dtype_bench) or not _is_float(row.dtype_target):
@@ -500,13 +637,23 @@ class BudgetProfile:
             reason += f", K={k}" if k > 1 else ""
             reason += f", inherited {_fmt(e_in)})." if e_in else ")."
             return row.with_verdict(Verdict("pass", reason, budget, e))
-        if division is not None and e <= self.safety * (local + division + saved):
+        if row.rmse is None and _extremes_reproduce(op, inputs, row, self.safety * local):
+            rest = _error_without_extremes(row)
+            if rest is not None and rest <= budget:
+                reason = (
+                    f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)} only "
+                    "at its min and max, which the op reproduces in float64 from its input's "
+                    f"min and max on each side (inherited); the rest, {_fmt(rest)}, is within."
+                )
+                return row.with_verdict(Verdict("pass", reason, budget, e))
+        # the op's own rounding (bf16 inputs, a bf16 sum) is amplified the same way
+        bound = self.safety * (local * ill[1] + ill[0] + saved) if ill is not None else 0.0
+        if ill is not None and e <= bound:
             reason = (
                 f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)}, but this "
-                "division is ill-conditioned (its denominator's magnitudes span "
-                f"{_fmt(_division_span(op, inputs))}: inherited error may grow up to "
-                f"{_fmt(self.safety * (local + division + saved))}); a statistics dump cannot "
-                "tell that from an error: dump tensors (mode='tensor') to replay the op."
+                f"op is ill-conditioned here ({ill[2]}: inherited error and rounding may grow "
+                f"up to {_fmt(bound)}); a statistics dump cannot tell that from an error: dump "
+                "tensors (mode='tensor') to replay the op."
             )
             return row.with_verdict(Verdict("warning", reason, budget, e))
         tol = self.safety * local
