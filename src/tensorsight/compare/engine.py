@@ -272,13 +272,17 @@ def _ranks(bd: Dump, td: Dump, rank: int | Sequence[int] | None) -> list[int]:
 
 
 def _first_divergence(rows: Sequence[OpComparison]) -> int | None:
-    """Earliest error row in execution order (forward first); ties go to the lowest rank."""
-    best: tuple[int, int, int] | None = None
+    """Earliest error row in execution order; ties go to the lowest rank.
+
+    Execution order, not "forward first": the optimizer's ops are recorded as forward but
+    run after the backward pass, so an error there must not outrank a backward op's.
+    """
+    best: tuple[int, int] | None = None
     pos: int | None = None
     for i, row in enumerate(rows):
         if row.verdict != "error":
             continue
-        key = (0 if row.direction == "forward" else 1, row.index or 0, row.rank)
+        key = (row.index or 0, row.rank)
         if best is None or key < best:
             best, pos = key, i
     return pos
