@@ -46,6 +46,7 @@ ALIAS_PREFIXES = (
     "torch.device",
     "torch.autocast",
     "torch.float64",
+    "torch.nn.parallel.DistributedDataParallel",
     "torch.double",
     "triton",
 )

@@ -93,7 +93,7 @@ class FollowDeviceStringsRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ("cuda", "map_location")
 
     def _is_device_slot(self, ctx: RuleContext, slot: str | None) -> bool:
         flow = ctx.flow
