@@ -90,6 +90,24 @@ class MigrationRule:
         """Visit a subscript such as ``os.environ["CUDA_VISIBLE_DEVICES"]``."""
         return None
 
+    def leave_AnnAssign(
+        self, original: cst.AnnAssign, updated: cst.AnnAssign, ctx: RuleContext
+    ) -> cst.BaseSmallStatement | None:
+        """Visit an annotated assignment (a dataclass field default, ``x: str = ...``)."""
+        return None
+
+    def leave_Dict(
+        self, original: cst.Dict, updated: cst.Dict, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit a dict display (a config dict such as ``{"backend": "nccl"}``)."""
+        return None
+
+    def leave_IfExp(
+        self, original: cst.IfExp, updated: cst.IfExp, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit a conditional expression (``"cuda" if "cuda" in d else "cpu"``)."""
+        return None
+
     def leave_Decorator(
         self, original: cst.Decorator, updated: cst.Decorator, ctx: RuleContext
     ) -> cst.Decorator | None:
@@ -104,6 +122,9 @@ HOOKS: tuple[str, ...] = (
     "leave_Call",
     "leave_Attribute",
     "leave_Assign",
+    "leave_AnnAssign",
+    "leave_Dict",
+    "leave_IfExp",
     "leave_Comparison",
     "leave_Subscript",
     "leave_Decorator",

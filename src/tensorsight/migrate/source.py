@@ -46,6 +46,7 @@ ALIAS_PREFIXES = (
     "torch.device",
     "torch.autocast",
     "torch.float64",
+    "torch.nn.parallel.DistributedDataParallel",
     "torch.double",
     "triton",
 )
@@ -89,7 +90,7 @@ def migrate_source(
     except SyntaxError:
         return _whole_module(code, rules, path, unsafe_fixes, target)
     facts = collect_facts_ast(tree, code, ROOTS)
-    ctx = RuleContext(facts, unsafe_fixes=unsafe_fixes, target=target)
+    ctx = RuleContext(facts, unsafe_fixes=unsafe_fixes, target=target, tree=tree)
     lines = code.splitlines(keepends=True)
     groups = _groups(tree)
     words = [*(w for rule in rules for w in rule.TRIGGERS), *_alias_words(facts)]

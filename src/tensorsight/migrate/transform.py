@@ -8,6 +8,7 @@ prologue, and :meth:`RuleContext.fix` / :meth:`RuleContext.report` to record fin
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import TypeVar, cast
 
 import libcst as cst
 
+from tensorsight.migrate._flow import EMPTY_FLOW, FlowFacts, collect_flow
 from tensorsight.migrate._resolve import ModuleFacts, dotted_name
 from tensorsight.migrate.model import Safety, Status
 from tensorsight.migrate.rule import HOOKS, MigrationRule, overrides
@@ -67,8 +69,17 @@ class RuleContext:
     what they did with :meth:`fix` and :meth:`report`.
     """
 
-    def __init__(self, facts: ModuleFacts, *, unsafe_fixes: bool, target: str) -> None:
+    def __init__(
+        self,
+        facts: ModuleFacts,
+        *,
+        unsafe_fixes: bool,
+        target: str,
+        tree: ast.Module | None = None,
+    ) -> None:
         self.facts = facts
+        self._tree = tree
+        self._flow: FlowFacts | None = None
         self.unsafe_fixes = unsafe_fixes
         self.target = target
         self.findings: list[_Finding] = []
@@ -128,6 +139,13 @@ class RuleContext:
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "float"):
                 return self.is_torch_value(node.func.value)
         return False
+
+    @property
+    def flow(self) -> FlowFacts:
+        """Where values go through the module's names (:mod:`._flow`), computed on first use."""
+        if self._flow is None:
+            self._flow = EMPTY_FLOW if self._tree is None else collect_flow(self._tree)
+        return self._flow
 
     def is_claimed(self, node: cst.CSTNode) -> bool:
         """Whether an earlier rule already reported ``node``."""
@@ -355,6 +373,17 @@ class ApplyRules(cst.CSTTransformer):
         if id(updated_node.value) in self.ctx.guards:  # `x = a if c else 0` needs no parens
             updated_node = updated_node.with_changes(value=_bare(updated_node.value))
         return self._chain("leave_Assign", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_AnnAssign(
+        self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign
+    ) -> cst.BaseSmallStatement:
+        return self._chain("leave_AnnAssign", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_Dict(self, original_node: cst.Dict, updated_node: cst.Dict) -> cst.BaseExpression:
+        return self._chain("leave_Dict", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        return self._chain("leave_IfExp", original_node, updated_node)  # type: ignore[return-value]
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
         if updated_node.value is not None and id(updated_node.value) in self.ctx.guards:

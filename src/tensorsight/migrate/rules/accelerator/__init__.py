@@ -9,11 +9,15 @@ from __future__ import annotations
 from tensorsight.migrate.rule import MigrationRule
 from tensorsight.migrate.rules.accelerator.autocast import ReplaceAutocastRule
 from tensorsight.migrate.rules.accelerator.availability import ReplaceAvailabilityRule
+from tensorsight.migrate.rules.accelerator.backend_flow import FollowBackendRule
 from tensorsight.migrate.rules.accelerator.backend_knobs import ReplaceBackendKnobsRule
 from tensorsight.migrate.rules.accelerator.cuda_method import ReplaceCudaMethodRule
 from tensorsight.migrate.rules.accelerator.current_device import ReplaceCurrentDeviceRule
 from tensorsight.migrate.rules.accelerator.custom_fwd import ReplaceCustomFwdRule
+from tensorsight.migrate.rules.accelerator.ddp_device_ids import GuardDdpDeviceIdsRule
+from tensorsight.migrate.rules.accelerator.device_flow import FollowDeviceStringsRule
 from tensorsight.migrate.rules.accelerator.device_strings import ReplaceDeviceStringsRule
+from tensorsight.migrate.rules.accelerator.device_tests import ReplaceDeviceTypeTestsRule
 from tensorsight.migrate.rules.accelerator.distributed_backend import (
     ReplaceDistributedBackendRule,
 )
@@ -48,6 +52,10 @@ RULES: tuple[type[MigrationRule], ...] = (
     ReplaceCustomFwdRule,
     ReplaceDistributedBackendRule,
     ReplaceMapLocationRule,
+    GuardDdpDeviceIdsRule,
+    FollowBackendRule,
+    FollowDeviceStringsRule,
+    ReplaceDeviceTypeTestsRule,
     ReplacePinMemoryRule,
     ReplaceTypedTensorsRule,
     ReplaceBackendKnobsRule,

@@ -2,7 +2,9 @@
 
 ``.to(0)`` and ``device=0`` mean "CUDA device 0"; the fix names the device type.
 ``.to(local_rank)`` (a name that looks like a device index) is an unsafe fix: the same
-call with a dtype or device variable must not change.
+call with a dtype or device variable must not change; it is safe when every assignment
+of the name in the file is an integer (``local_rank = int(os.environ["LOCAL_RANK"])``,
+see :mod:`tensorsight.migrate._flow`).
 
 Example::
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate._flow import cst_slot
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
@@ -44,8 +47,11 @@ class ReplaceDeviceIndexRule(MigrationRule):
                 continue
             value = old.value
             safety: Safety
+            slot = cst_slot(value)
             if isinstance(value, cst.Integer):
                 safety = "safe"
+            elif isinstance(value, cst.Name | cst.Attribute) and slot in ctx.flow.index_slots:
+                safety = "safe"  # every assignment of the name in this file is an integer
             elif isinstance(value, cst.Name | cst.Attribute) and _looks_like_index(value):
                 safety = "unsafe"
             else:

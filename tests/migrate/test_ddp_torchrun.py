@@ -1,0 +1,106 @@
+"""A CUDA-only DDP script, migrated with the default rule set, trains under torchrun with two
+CPU processes (gloo): the backend, device strings, device indices, ``device_ids`` and the
+device-type test all reach the process group and the model through names (issue 19)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tensorsight.migrate.rulesets import load_ruleset
+from tensorsight.migrate.source import migrate_source
+
+SCRIPT = textwrap.dedent(
+    """\
+    import argparse
+    import os
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"])
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+
+    dist.init_process_group(backend=args.dist_backend)
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    device = f"cuda:{local_rank}"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).to(local_rank)
+    model = DDP(model, device_ids=[local_rank], output_device=local_rank)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        x = torch.randn(8, 4)
+        x = x.pin_memory().to(device) if device_type == "cuda" else x.to(device)
+        loss = model(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    path = os.path.join(args.out, "w.pt")
+    if dist.get_rank() == 0:
+        torch.save(model.module.state_dict(), path)
+    dist.barrier()
+    loc = "cuda:{}".format(local_rank)
+    state = torch.load(path, map_location=loc)
+    print("ok", dist.get_rank(), dist.get_backend(), device_type, sorted(state), flush=True)
+    dist.destroy_process_group()
+    """
+)
+
+
+@pytest.mark.slow
+def test_migrated_ddp_script_trains_on_two_cpu_processes(tmp_path):
+    pytest.importorskip("torch.distributed.run")
+    out = migrate_source(SCRIPT, load_ruleset("accelerator").instantiate(), path="ddp.py")
+    left = [(s.line, s.rule_id, s.status) for s in out.sites if s.status != "rewritten"]
+    assert left == []  # every CUDA value in the script was followed and fixed by default
+    assert "nccl" not in out.new_code.replace('"nccl", "gloo"', "")
+    script = tmp_path / "ddp.py"
+    script.write_text(out.new_code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            str(script),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    for rank in (0, 1):
+        assert f"ok {rank} gloo cpu ['bias', 'weight']" in proc.stdout
+
+
+def test_ddp_device_ids_planted_and_fixed_in_a_one_process_gloo_group():
+    """Unmigrated, ``device_ids=[rank]`` raises for a CPU module; migrated, the same runs."""
+    torch = pytest.importorskip("torch")
+    dist = torch.distributed
+    snippet = (
+        "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "local_rank = 0\nmodel = DDP(torch.nn.Linear(1, 1), device_ids=[local_rank])\n"
+    )
+    migrated = migrate_source(snippet, load_ruleset("accelerator").instantiate()).new_code
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with pytest.raises(ValueError, match="device_ids"):
+            exec(snippet, {})
+        namespace: dict[str, object] = {}
+        exec(migrated, namespace)
+        assert isinstance(namespace["model"], torch.nn.parallel.DistributedDataParallel)
+    finally:
+        dist.destroy_process_group()
