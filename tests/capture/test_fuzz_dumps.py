@@ -22,7 +22,7 @@ import random
 import shutil
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import tensorsight
-from tensorsight.capture import _table, read_dump
+from tensorsight.capture import DumpManifest, _table, read_dump
 from tensorsight.errors import DumpFormatError, SchemaVersionError
 
 torch = pytest.importorskip("torch")
@@ -234,6 +234,14 @@ def own_dump(tmp_path_factory) -> Path:
         torch.relu(x) * 2
         (x.to(torch.bfloat16) + 1).sum()
         d.step()
+    # the same bytes on every run (the wall time and argv vary), so the mutations repeat
+    file = path / "rank0" / "manifest.json"
+    manifest = DumpManifest.from_json(file.read_text())
+    fixed = replace(
+        manifest, created=0.0, command_line=("fuzz",), python_version="3",
+        framework_version="2", tensorsight_version="0",
+    )  # fmt: skip
+    file.write_text(fixed.to_json())
     return path
 
 
