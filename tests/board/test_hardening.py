@@ -115,6 +115,69 @@ def test_slow_work_runs_off_the_loop_and_past_the_deadline_is_a_503():
         assert r.status_code == 200
 
 
+@pytest.fixture(scope="module")
+def comparison_logdir(tmp_path_factory):
+    from tests.data.test_comparisons import make_comparison_logdir
+
+    root = tmp_path_factory.mktemp("hard-cmp")
+    make_comparison_logdir(root)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("route", "method", "params"),
+    [
+        ("list", "list", {}),
+        ("rows", "rows", {"name": "compare/bug"}),
+        ("tree", "module_tree", {"name": "compare/bug"}),
+    ],
+)
+def test_a_slow_comparison_request_leaves_the_board_answering(
+    comparison_logdir, monkeypatch, route, method, params
+):
+    """The comparison view's table work runs in a worker thread: while it is stuck (a
+    planted wait standing for a huge comparison), ``/api/runs`` answers, and the slow
+    request completes once released (it ran on the loop before: ``/api/runs`` waited)."""
+    from tensorsight.data import LogdirProvider
+    from tensorsight.data.comparisons import ComparisonStore
+
+    provider = LogdirProvider(comparison_logdir)
+    assert provider.comparisons() is not None
+    entered, release = threading.Event(), threading.Event()
+    real = getattr(ComparisonStore, method)
+
+    def stuck(self, *args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            entered.set()
+            release.wait(60)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ComparisonStore, method, stuck)
+    with board_server(provider) as url, ThreadPoolExecutor(1) as pool:
+        try:
+            slow = pool.submit(
+                httpx.get,
+                f"{url}/api/views/comparison/{route}",
+                params=params,
+                timeout=LIVENESS_S * 3,
+            )
+            assert entered.wait(LIVENESS_S)
+            runs = httpx.get(f"{url}/api/runs", timeout=LIVENESS_S)
+            assert runs.status_code == 200
+            assert not slow.done()  # answered while the comparison work was still stuck
+        finally:
+            release.set()
+        r = slow.result()
+        assert r.status_code == 200, r.text
+    body = r.json()
+    if route == "list":
+        assert [c["name"] for c in body["comparisons"]] == ["compare/bug"]
+    elif route == "rows":
+        assert body["matched"] > 0
+    else:
+        assert body["tree"]
+
+
 # ---------------------------------------------------------------- cross-origin requests
 
 

@@ -276,6 +276,34 @@ def test_unreadable_file_is_a_problem_naming_it(tmp_path):
         read_logdir(tmp_path)
 
 
+def test_a_folder_that_cannot_be_listed_is_a_problem_naming_it(tmp_path, monkeypatch):
+    """Skipped with its reason (root lists every folder, so the refusal is planted), once
+    per reload until it can be listed again; the rest of the logdir is read."""
+    write_events(tmp_path / "ok" / "events.out.tfevents.1.h", [scalar_event("x", 1.0, 1)])
+    write_events(tmp_path / "locked" / "events.out.tfevents.1.h", [scalar_event("x", 2.0, 1)])
+    scandir = os.scandir
+    locked = {str(tmp_path / "locked")}
+
+    def refusing(path):
+        if os.fspath(path) in locked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    with pytest.warns(
+        CorruptRecordWarning, match=r"Folder '.*locked': cannot list it \(Permission"
+    ):
+        log = read_logdir(tmp_path)
+    assert log.runs == ["ok"]
+    assert len(log.problems) == 1
+    assert "skipped, the rest of the logdir was read" in log.problems[0]
+    assert log.reload().problems == ()  # still locked: not repeated on every poll
+    locked.clear()
+    result = log.reload()
+    assert result.new_runs == ("locked",)
+    assert result.problems == ()
+
+
 def test_unreadable_path_errors_name_the_file(tmp_path):
     from tensorsight.summary import _fs
 

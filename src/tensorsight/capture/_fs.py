@@ -80,6 +80,11 @@ def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def read_bytes(path: Path) -> bytes:
+    """Read a whole file."""
+    return path.read_bytes()
+
+
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     """Write a file so that readers see either the old or the new content.
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorsight.capture import _fs
+from tensorsight.capture import _check, _fs
 from tensorsight.errors import DumpFormatError
 
 __all__ = [
@@ -290,6 +290,8 @@ def _address(data: memoryview) -> int:
 # cheaper through the page cache, whose write-back the kernel does in the background.
 DIRECT_MIN_BYTES = 1 << 20
 _META_ROOM = 512  # header bytes kept free for the "__metadata__" entry
+# a longer header is damage (the safetensors library refuses the same)
+MAX_HEADER_BYTES = 100_000_000
 
 
 class ShardFile:
@@ -299,7 +301,10 @@ class ShardFile:
         path: The ``.safetensors`` file.
 
     Raises:
-        DumpFormatError: The file is truncated or its header is not safetensors JSON.
+        DumpFormatError: The file is truncated, or its header is not safetensors JSON:
+            an object of entries, each with a known dtype, a shape (non-negative integers)
+            and ``data_offsets`` inside the file holding exactly the shape's bytes, and an
+            optional ``__metadata__`` object of strings. Checked when the file opens.
     """
 
     def __init__(self, path: Path) -> None:
@@ -313,21 +318,68 @@ class ShardFile:
             )
             raise DumpFormatError(msg)
         (n,) = struct.unpack("<Q", self._buf[:8])
+        if n > MAX_HEADER_BYTES:
+            msg = (
+                f"Tensor shard {str(path)!r}: header claims {n} bytes. Expected at most "
+                f"{MAX_HEADER_BYTES} (the safetensors limit); the file is damaged."
+            )
+            raise DumpFormatError(msg)
         if 8 + n > size:
             msg = (
                 f"Tensor shard {str(path)!r}: header claims {n} bytes but the file has {size}. "
                 "Expected a complete safetensors file; it was probably cut off."
             )
             raise DumpFormatError(msg)
-        try:
-            header = json.loads(bytes(self._buf[8 : 8 + n]))
-        except ValueError as exc:
-            msg = f"Tensor shard {str(path)!r}: header is not JSON ({exc})."
-            raise DumpFormatError(msg) from exc
-        self.metadata: dict[str, str] = header.pop("__metadata__", None) or {}
-        self.header: dict[str, dict[str, Any]] = header
+        source = f"Tensor shard {str(path)!r}"
+        header = _check.load_json(bytes(self._buf[8 : 8 + n]), source, "a safetensors header")
+        if not isinstance(header, dict):
+            _check.fail(source, "the header", header, "an object of tensor entries")
+        meta = header.pop("__metadata__", None) or {}
+        if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+            _check.fail(source, "'__metadata__'", meta, "an object of strings")
+        self.metadata: dict[str, str] = meta
         self._start = 8 + n
         self._size = size
+        self.header: dict[str, dict[str, Any]] = {
+            key: self._entry(key, info) for key, info in header.items()
+        }
+
+    def _entry(self, key: str, info: Any) -> dict[str, Any]:
+        """One header entry, checked: a known dtype, a shape, offsets inside the file that
+        hold exactly the shape's bytes."""
+        source = f"Tensor shard {str(self.path)!r}"
+        where = f"tensor {key[:80]!r}"
+        if not isinstance(info, dict):
+            _check.fail(source, where, info, "an object with dtype, shape and data_offsets")
+        code = info.get("dtype")
+        if not isinstance(code, str) or code not in _CODE_TO_NAME:
+            _check.fail(
+                source, f"{where} dtype", code, f"one of {', '.join(sorted(_CODE_TO_NAME))}"
+            )
+        shape = _check.shape(source, f"{where} shape", info.get("shape"))
+        offsets = info.get("data_offsets")
+        if not isinstance(offsets, list) or len(offsets) != 2:
+            _check.fail(source, f"{where} data_offsets", offsets, "a list [begin, end]")
+        room = self._size - self._start
+        begin = _check.req_int(source, f"{where} data_offsets[0]", offsets[0], hi=room)
+        end = _check.req_int(source, f"{where} data_offsets[1]", offsets[1], hi=1 << 62)
+        if end > room:
+            msg = (
+                f"{source}: {where} is cut off. Expected {self._start + end} bytes, "
+                f"got {self._size}."
+            )
+            raise DumpFormatError(msg)
+        width = numpy_dtype(_CODE_TO_NAME[code]).itemsize
+        numel = 1
+        for d in shape:
+            numel *= d
+        if begin > end or end - begin != numel * width:
+            msg = (
+                f"{source}: {where} data_offsets [{begin}, {end}] hold {end - begin} bytes. "
+                f"Expected {numel * width} for shape {list(shape)} of {code}."
+            )
+            raise DumpFormatError(msg)
+        return {"dtype": code, "shape": list(shape), "data_offsets": [begin, end]}
 
     def keys(self) -> list[str]:
         """Tensor keys in the file."""
@@ -352,18 +404,11 @@ class ShardFile:
         """The stored bits of ``key`` as a read-only numpy array (raw uints for bf16/fp8)."""
         info = self._info(key)
         dtype = self.dtype_name(key)
-        begin, end = (self._start + int(o) for o in info["data_offsets"])
-        if end > self._size:
-            msg = (
-                f"Tensor shard {str(self.path)!r}: tensor {key!r} is cut off. "
-                f"Expected {end} bytes, got {self._size}."
-            )
-            raise DumpFormatError(msg)
-        shape = tuple(int(d) for d in info["shape"])
+        begin, end = (self._start + o for o in info["data_offsets"])
         np_dtype = numpy_dtype(dtype)
         count = (end - begin) // np_dtype.itemsize
         arr = np.frombuffer(self._buf, dtype=np_dtype, count=count, offset=begin)
-        return arr.reshape(shape)
+        return arr.reshape(info["shape"])
 
     def close(self) -> None:
         """Release the mapping (arrays returned by :meth:`get` must not be used after)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tensorsight._lazy import lazy_import
-from tensorsight.capture import _fs, _parquet
+from tensorsight.capture import _check, _fs, _parquet
 from tensorsight.capture.schema import COLUMNS, STAT_COLUMNS
 from tensorsight.errors import DumpFormatError
 
@@ -38,6 +38,7 @@ __all__ = [
     "has_table",
     "preload",
     "read_rows",
+    "table_file",
 ]
 
 LOG_NAME = "ops.jsonl"
@@ -87,7 +88,10 @@ def preload() -> None:
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL log; a cut-off last line is ignored, a corrupt middle line is an error."""
+    """Rows of a JSONL log; a cut-off last line is ignored, a corrupt middle line is an error.
+
+    Each line must be a JSON object (its columns are checked by ``TensorRecord.from_row``).
+    """
     rows: list[dict[str, Any]] = []
     with _fs.open_read(path) as f:
         lines = f.read().split(b"\n")
@@ -95,15 +99,23 @@ def read_log(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except ValueError as exc:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as exc:
             if no == len(lines):  # the last line, without its newline: cut off mid-write
                 break
+            why = "nested too deeply" if isinstance(exc, RecursionError) else _check.reason(exc)
             msg = (
-                f"Op table log {str(path)!r}: line {no} is not JSON ({exc}). "
+                f"Op table log {str(path)!r}: line {no} is not JSON ({why}). "
                 "Expected one JSON object per line."
             )
-            raise DumpFormatError(msg) from exc
+            raise DumpFormatError(msg) from None
+        if not isinstance(row, dict):
+            msg = (
+                f"Op table log {str(path)!r}: line {no} is a JSON {type(row).__name__}. "
+                "Expected one JSON object per line."
+            )
+            raise DumpFormatError(msg)
+        rows.append(row)
     return rows
 
 
@@ -341,24 +353,76 @@ def has_table(step_dir: Path) -> bool:
     return _fs.exists(step_dir / PARQUET_NAME) or _fs.exists(step_dir / LOG_NAME)
 
 
+def table_file(step_dir: Path) -> Path:
+    """The file :func:`read_rows` reads: the Parquet file when present, else the log."""
+    parquet = step_dir / PARQUET_NAME
+    return parquet if _fs.exists(parquet) else step_dir / LOG_NAME
+
+
 def read_rows(step_dir: Path) -> list[dict[str, Any]]:
-    """Rows of a step's op table: the Parquet file when present, else the log."""
+    """Rows of a step's op table: the Parquet file when present, else the log.
+
+    The Parquet file's schema is checked first: every column of :data:`schema.COLUMNS` it
+    has must have its type (``list<int64>`` for ``shape``, ``int64`` and ``double`` for the
+    numbers, strings for the rest), and the identity columns must be there.
+    """
     parquet = step_dir / PARQUET_NAME
     if _fs.exists(parquet):
         pq = lazy_import("pyarrow.parquet", extra="parquet", needed_by="the dump reader")
         pa = lazy_import("pyarrow", extra="parquet", needed_by="the dump reader")
+        source = f"Op table {str(parquet)!r}"
         try:
             table = pq.read_table(parquet)
-        except (pa.ArrowInvalid, OSError) as exc:
+            _check_schema(table.schema, source)
+            rows: list[dict[str, Any]] = table.to_pylist()
+        except (pa.ArrowException, OSError, ValueError, MemoryError, IndexError) as exc:
+            # a damaged file: pyarrow raises ArrowInvalid, OSError, ArrowNotImplementedError
+            # (an unknown encoding or codec), ArrowCapacityError...; none leaves the reader
+            why = _check.reason(exc)
             msg = (
-                f"Op table {str(parquet)!r}: unreadable Parquet ({exc}). "
-                "Expected a file written by tensorsight; delete it to fall back to ops.jsonl."
+                f"{source}: unreadable Parquet ({why}). Expected a file written by "
+                "tensorsight; delete it to fall back to ops.jsonl."
             )
-            raise DumpFormatError(msg) from exc
-        rows: list[dict[str, Any]] = table.to_pylist()
+            raise DumpFormatError(msg) from None
         return rows
     log = step_dir / LOG_NAME
     if _fs.exists(log):
         return read_log(log)
     msg = f"Step folder {str(step_dir)!r}: no op table. Expected {PARQUET_NAME} or {LOG_NAME}."
     raise DumpFormatError(msg)
+
+
+_IDENTITY = ("index", "op", "direction", "tensor", "shape", "dtype")
+
+
+def _check_schema(got: Any, source: str) -> None:
+    """Raise DumpFormatError unless ``got`` (a pyarrow schema) has the op table's types."""
+    want = _schema()
+    for name in _IDENTITY:
+        if got.get_field_index(name) < 0:
+            msg = f"{source}: no column {name!r}. Expected the columns {', '.join(COLUMNS)}."
+            raise DumpFormatError(msg)
+    for f in got:
+        i = want.get_field_index(f.name)
+        if i < 0:
+            continue  # a column a newer writer added: ignored
+        expected = want.field(i).type
+        if not _same_type(f.type, expected):
+            msg = f"{source}: column {f.name[:80]!r} is {f.type}. Expected {expected}."
+            raise DumpFormatError(msg)
+
+
+def _same_type(got: Any, want: Any) -> bool:
+    """Whether a column's type reads as ``want`` (list field names and nullability aside;
+    an all-null column has type null)."""
+    pa = lazy_import("pyarrow", extra="parquet", needed_by="the dump reader")
+    if pa.types.is_null(got) or got.equals(want):
+        return True
+    if pa.types.is_list(want):
+        return bool(
+            (pa.types.is_list(got) or pa.types.is_large_list(got))
+            and _same_type(got.value_type, want.value_type)
+        )
+    if pa.types.is_string(want):
+        return bool(pa.types.is_large_string(got))
+    return False

@@ -20,7 +20,6 @@ count to 1 when min/max/mean shows one (a flag, not a count).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from tensorsight._lazy import lazy_import
-from tensorsight.capture import _fs
+from tensorsight.capture import _check, _fs
 from tensorsight.capture._ptfile import read_pt
 from tensorsight.capture.reader import RawTensor
 from tensorsight.capture.schema import TensorRecord, TensorStats
@@ -90,49 +89,71 @@ def _is_tensor(item: Any) -> bool:
     return isinstance(item, dict) and "dtype" in item and "shape" in item
 
 
-def _named(entry: dict[str, Any], name: str) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
+_MAX_NESTING = 32  # lists of lists of tensors in one argument (msprobe nests tuples)
 
-    def walk(prefix: str, value: Any) -> None:
+
+class _Entry:
+    """One ``data`` entry checked against msprobe's schema while it is walked."""
+
+    def __init__(self, source: str, name: str) -> None:
+        self.source = source
+        self.where = f"data{_check.key(name)}"
+        self.out: list[tuple[str, dict[str, Any], str]] = []  # (tensor name, tensor, place)
+
+    def walk(self, prefix: str, value: Any, where: str, depth: int = 0) -> None:
         if _is_tensor(value):
-            out.append((prefix, value))
+            self.out.append((prefix, value, where))
         elif isinstance(value, list):
+            if depth >= _MAX_NESTING:
+                msg = (
+                    f"{self.source}: {where} nests lists more than {_MAX_NESTING} deep. "
+                    "Expected msprobe's argument lists."
+                )
+                raise DumpFormatError(msg)
             for i, v in enumerate(value):
-                walk(f"{prefix}.{i}", v)
+                self.walk(f"{prefix}.{i}", v, f"{where}[{i}]", depth + 1)
+        # anything else is a non-tensor argument (an int, a string, msprobe's {"type": ..})
 
+    def field(self, entry: dict[str, Any], key: str, kinds: tuple[type, ...]) -> Any:
+        value = entry.get(key)
+        if value is not None and not isinstance(value, kinds):
+            what = " or ".join("a list" if k is list else "an object" for k in kinds)
+            _check.fail(self.source, f"{self.where}.{key}", value, f"{what} or null")
+        return value
+
+
+def _named(entry: dict[str, Any], name: str, source: str) -> list[tuple[str, dict[str, Any], str]]:
+    e = _Entry(source, name)
     if ".parameters_grad" in name:
         for pname, value in entry.items():
+            where = f"{e.where}{_check.key(pname)}"
+            if value is not None and not isinstance(value, (list, dict)):
+                _check.fail(source, where, value, "a list of tensors or a tensor")
             items = value if isinstance(value, list) else [value]
-            for v in items:
+            for i, v in enumerate(items):
                 if _is_tensor(v):
-                    out.append((pname, v))
-        return out
+                    e.out.append((pname, v, f"{where}[{i}]"))
+        return e.out
     for key, prefix in (("input_args", "input"), ("input", "input")):
-        for i, v in enumerate(entry.get(key) or []):
-            walk(f"{prefix}.{i}", v)
-    for k, v in (entry.get("input_kwargs") or {}).items():
-        walk(f"input.{k}", v)
-    output = entry.get("output")
+        for i, v in enumerate(e.field(entry, key, (list,)) or []):
+            e.walk(f"{prefix}.{i}", v, f"{e.where}.{key}[{i}]")
+    for k, v in (e.field(entry, "input_kwargs", (dict,)) or {}).items():
+        e.walk(f"input.{k}", v, f"{e.where}.input_kwargs{_check.key(k)}")
+    output = e.field(entry, "output", (list, dict))
     if isinstance(output, dict):
         output = [output]
     for i, v in enumerate(output or []):
-        walk(f"output.{i}", v)
-    for pname, v in (entry.get("parameters") or {}).items():
-        walk(f"parameters.{pname}", v)
-    return out
+        e.walk(f"output.{i}", v, f"{e.where}.output[{i}]")
+    for pname, v in (e.field(entry, "parameters", (dict,)) or {}).items():
+        e.walk(f"parameters.{pname}", v, f"{e.where}.parameters{_check.key(pname)}")
+    return e.out
 
 
-def _float(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
-
-
-def _stats(t: dict[str, Any]) -> TensorStats | None:
-    mn, mx, mean, norm = (_float(t.get(k)) for k in ("Min", "Max", "Mean", "Norm"))
+def _stats(t: dict[str, Any], source: str, where: str) -> TensorStats | None:
+    mn, mx, mean, norm = (
+        _check.number(source, f"{where}.{k}", t.get(k), strings=True)
+        for k in ("Min", "Max", "Mean", "Norm")
+    )
     if mn is None and mx is None and mean is None:
         return None
     vals = [v for v in (mn, mx, mean) if v is not None]
@@ -147,16 +168,42 @@ def _stats(t: dict[str, Any]) -> TensorStats | None:
     )
 
 
+def _source(path: Path) -> str:
+    return f"msprobe file {str(path)!r}"
+
+
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(_fs.read_text(path))
-    except (ValueError, UnicodeDecodeError) as exc:
-        msg = f"msprobe file {str(path)!r}: not valid JSON ({exc}). Expected msprobe's output."
-        raise DumpFormatError(msg) from exc
+    return _check.read_json_file(path, _source(path), "msprobe's output")
+
+
+def _row(
+    index: int, name: str, path: str, tname: str, t: dict[str, Any], source: str, where: str
+) -> TensorRecord:
+    """One tensor of an entry as a row, every field checked against msprobe's schema."""
+    dtype = _check.req_str(source, f"{where}.dtype", t["dtype"]).removeprefix("torch.")
+    device = _check.opt_str(source, f"{where}.device", t.get("device"))
+    return TensorRecord(
+        index=index,
+        op=name,
+        direction=_direction(name),
+        module_path=path,
+        tensor=tname,
+        shape=_check.shape(source, f"{where}.shape", t["shape"]),
+        dtype=dtype,
+        device=device or "",
+        stats=_stats(t, source, where),
+        fingerprint=_check.opt_str(source, f"{where}.md5", t.get("md5")),
+        data=_check.opt_str(source, f"{where}.data_name", t.get("data_name")),
+    )
 
 
 class MsprobeStep:
-    """One msprobe ``dump.json`` folder as rows (see the module docstring)."""
+    """One msprobe ``dump.json`` folder as rows (see the module docstring).
+
+    Every value used is checked against msprobe's schema as it is read: a wrong type, a
+    shape that is not a list of non-negative integers, nesting deeper than msprobe writes
+    raise one :class:`~tensorsight.errors.DumpFormatError` naming the file and the place.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -164,43 +211,41 @@ class MsprobeStep:
         self.meta: dict[str, Any] = {}
 
     def rows(self) -> list[TensorRecord]:
-        raw = _read_json(self.folder / "dump.json")
-        if not isinstance(raw, dict) or not isinstance(raw.get("data"), dict):
-            msg = (
-                f"msprobe file {str(self.folder / 'dump.json')!r}: no 'data' object. "
-                "Expected msprobe's dump.json."
-            )
+        file = self.folder / "dump.json"
+        source = _source(file)
+        raw = _read_json(file)
+        if not isinstance(raw, dict):
+            _check.fail(source, "", raw, "msprobe's dump.json, an object with a 'data' object")
+        if "data" not in raw:
+            msg = f"{source}: no 'data' object. Expected msprobe's dump.json."
             raise DumpFormatError(msg)
+        if not isinstance(raw["data"], dict):
+            _check.fail(source, "'data'", raw.get("data"), "an object of named entries")
         self.meta = {k: v for k, v in raw.items() if k != "data"}
-        construct: dict[str, Any] = {}
-        if _fs.exists(self.folder / "construct.json"):
-            loaded = _read_json(self.folder / "construct.json")
-            construct = loaded if isinstance(loaded, dict) else {}
+        construct = self._construct()
         rows: list[TensorRecord] = []
         for index, (name, entry) in enumerate(raw["data"].items()):
-            if not isinstance(entry, dict):
+            if entry is None:
                 continue
+            if not isinstance(entry, dict):
+                _check.fail(source, f"data{_check.key(name)}", entry, "an object or null")
             own = module_path_of(name)
             path = own or module_path_of(construct.get(name))
-            for tname, t in _named(entry, name):
-                dtype = str(t["dtype"]).removeprefix("torch.")
-                shape = tuple(int(d) for d in t["shape"] or ())
-                rows.append(
-                    TensorRecord(
-                        index=index,
-                        op=name,
-                        direction=_direction(name),
-                        module_path=path,
-                        tensor=tname,
-                        shape=shape,
-                        dtype=dtype,
-                        device=str(t.get("device", "")),
-                        stats=_stats(t),
-                        fingerprint=t.get("md5"),
-                        data=t.get("data_name"),
-                    )
-                )
+            for tname, t, where in _named(entry, name, source):
+                rows.append(_row(index, name, path, tname, t, source, where))
         return rows
+
+    def _construct(self) -> dict[str, str | None]:
+        """``construct.json`` (name -> parent module name), checked; empty when absent."""
+        file = self.folder / "construct.json"
+        if not _fs.exists(file):
+            return {}
+        loaded = _read_json(file)
+        if not isinstance(loaded, dict):
+            _check.fail(_source(file), "", loaded, "an object of name -> parent name")
+        for name, parent in loaded.items():
+            _check.opt_str(_source(file), _check.key(name), parent)
+        return loaded
 
     def load_raw(self, row: TensorRecord) -> RawTensor:
         name = row.data or ""
@@ -224,9 +269,16 @@ class MsprobeStep:
         if name.endswith(".npy"):
             try:
                 arr = np.load(path, mmap_mode="r", allow_pickle=False)
-            except (ValueError, OSError) as exc:
-                msg = f"Tensor file {str(path)!r}: unreadable .npy ({exc})."
-                raise DumpFormatError(msg) from exc
+            except Exception as exc:  # numpy raises many types for a damaged header
+                msg = (
+                    f"Tensor file {str(path)!r}: unreadable .npy ({_check.reason(exc)}). "
+                    "Expected a .npy file of numbers."
+                )
+                raise DumpFormatError(msg) from None
+            if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biufc":
+                got = type(arr).__name__ if not isinstance(arr, np.ndarray) else str(arr.dtype)
+                msg = f"Tensor file {str(path)!r}: holds {got}. Expected an array of numbers."
+                raise DumpFormatError(msg)
             return RawTensor(arr, str(arr.dtype))
         return _torch_load(path)
 
@@ -242,9 +294,9 @@ def _torch_load(path: Path) -> RawTensor:
     except Exception as exc:  # torch raises many types for corrupt or unsafe files
         msg = (
             f"Tensor file {str(path)!r}: not loadable with weights_only=True "
-            f"({type(exc).__name__}: {exc}). Expected a plain tensor file."
+            f"({_check.reason(exc)}). Expected a plain tensor file."
         )
-        raise DumpFormatError(msg) from exc
+        raise DumpFormatError(msg) from None
     if not isinstance(t, torch.Tensor):
         msg = f"Tensor file {str(path)!r}: holds {type(t).__name__}. Expected a tensor."
         raise DumpFormatError(msg)

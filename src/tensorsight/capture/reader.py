@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tensorsight.capture import _fs, _safetensors, _table
+from tensorsight.capture import _check, _fs, _safetensors, _table
 from tensorsight.capture.schema import DumpManifest, OpRecord, TensorRecord
 from tensorsight.errors import DumpFormatError, InputFileError
 
@@ -159,7 +159,11 @@ class _OwnStep:
     def rows(self) -> list[TensorRecord]:
         if not _table.has_table(self.path) and self._cut_off():
             return []
-        return [TensorRecord.from_row(r) for r in _table.read_rows(self.path)]
+        rows = _table.read_rows(self.path)
+        source = f"Op table {str(_table.table_file(self.path))!r}"
+        return [
+            TensorRecord.from_row(r, source=source, where=f"row {i}") for i, r in enumerate(rows)
+        ]
 
     def load_raw(self, row: TensorRecord) -> RawTensor:
         assert row.data is not None
@@ -227,7 +231,9 @@ class Dump:
             m = None
             if self.format == "tensorsight":
                 file = self.path / f"rank{r}" / "manifest.json"
-                m = DumpManifest.from_json(_fs.read_text(file), source=str(file))
+                source = f"Manifest {str(file)!r}"
+                text = _check.read_limited(file, source, "a tensorsight manifest")
+                m = DumpManifest.from_json(text, source=str(file))
             self._manifests[r] = m
         return self._manifests[r]
 

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
+from tensorsight.capture import _check
 from tensorsight.errors import DumpFormatError, SchemaVersionError
 
 __all__ = [
@@ -171,42 +172,109 @@ class TensorRecord:
         return row
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> TensorRecord:
-        """Inverse of :meth:`to_row`; raises DumpFormatError on a malformed row."""
-        try:
-            has_stats = row.get("min") is not None or row.get("nan_count") is not None
-            stats = (
-                TensorStats(
-                    min=row.get("min"),
-                    max=row.get("max"),
-                    mean=row.get("mean"),
-                    norm=row.get("norm"),
-                    nan_count=int(row.get("nan_count") or 0),
-                    posinf_count=int(row.get("posinf_count") or 0),
-                    neginf_count=int(row.get("neginf_count") or 0),
+    def from_row(cls, row: Any, *, source: str = "Op table", where: str = "a row") -> TensorRecord:
+        """Inverse of :meth:`to_row`, every column checked against its type.
+
+        Raises:
+            DumpFormatError: ``row`` is not an object of the op table's columns, or a column
+                has the wrong type (``source: <where>.<column> is ... Expected ...``).
+        """
+        if _plain(row):  # the common case, checked in one expression (a few us per row)
+            get = row.get
+            stats = None
+            if get("min") is not None or get("nan_count") is not None:
+                stats = TensorStats(
+                    min=get("min"),
+                    max=get("max"),
+                    mean=get("mean"),
+                    norm=get("norm"),
+                    nan_count=get("nan_count") or 0,
+                    posinf_count=get("posinf_count") or 0,
+                    neginf_count=get("neginf_count") or 0,
                 )
-                if has_stats
-                else None
-            )
             return cls(
-                index=int(row["index"]),
-                op=str(row["op"]),
-                direction=str(row["direction"]),
-                module_path=str(row.get("module_path") or ""),
-                tensor=str(row["tensor"]),
-                shape=tuple(int(d) for d in row["shape"]),
-                dtype=str(row["dtype"]),
-                device=str(row.get("device") or "cpu"),
+                index=row["index"],
+                op=row["op"],
+                direction=row["direction"],
+                module_path=get("module_path") or "",
+                tensor=row["tensor"],
+                shape=tuple(row["shape"]),
+                dtype=row["dtype"],
+                device=get("device") or "cpu",
                 stats=stats,
-                fingerprint=row.get("fingerprint"),
-                data=row.get("data"),
-                grad_fn=row.get("grad_fn"),
-                stack=row.get("stack"),
-                args=row.get("args"),
+                fingerprint=get("fingerprint"),
+                data=get("data"),
+                grad_fn=get("grad_fn"),
+                stack=get("stack"),
+                args=get("args"),
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            msg = f"Op table row {row!r:.200}: {exc}. Expected the columns of TensorRecord."
-            raise DumpFormatError(msg) from exc
+        return cls._from_row_checked(row, source, where)
+
+    @classmethod
+    def _from_row_checked(cls, row: Any, source: str, where: str) -> TensorRecord:
+        """:meth:`from_row` value by value, raising the error that names the bad one."""
+        if not isinstance(row, dict):
+            _check.fail(source, where, row, "an object of the op table's columns")
+        get = row.get
+        for name in _REQUIRED:
+            if name not in row:
+                msg = (
+                    f"{source}: {where} has no column {name!r}. "
+                    "Expected the columns of TensorRecord."
+                )
+                raise DumpFormatError(msg)
+
+        def text(name: str) -> str | None:
+            value = get(name)
+            if value is not None and type(value) is not str:
+                _check.fail(source, f"{where}.{name}", value, "a string or null")
+            return value
+
+        def count(name: str) -> int:
+            value = get(name)
+            return 0 if value is None else _check.req_int(source, f"{where}.{name}", value)
+
+        def required(name: str) -> str:
+            return _check.req_str(source, f"{where}.{name}", row[name])
+
+        direction = required("direction")
+        if direction not in DIRECTIONS:
+            msg = (
+                f"{source}: {where}.direction is {direction[:40]!r}. "
+                f"Expected one of {', '.join(DIRECTIONS)}."
+            )
+            raise DumpFormatError(msg)
+        values = [_check.number(source, f"{where}.{k}", get(k)) for k in STAT_COLUMNS[:4]]
+        has_stats = values[0] is not None or get("nan_count") is not None
+        stats = (
+            TensorStats(
+                min=values[0],
+                max=values[1],
+                mean=values[2],
+                norm=values[3],
+                nan_count=count("nan_count"),
+                posinf_count=count("posinf_count"),
+                neginf_count=count("neginf_count"),
+            )
+            if has_stats
+            else None
+        )
+        return cls(
+            index=_check.req_int(source, f"{where}.index", row["index"]),
+            op=required("op"),
+            direction=direction,
+            module_path=text("module_path") or "",
+            tensor=required("tensor"),
+            shape=_check.shape(source, f"{where}.shape", row["shape"]),
+            dtype=required("dtype"),
+            device=text("device") or "cpu",
+            stats=stats,
+            fingerprint=text("fingerprint"),
+            data=text("data"),
+            grad_fn=text("grad_fn"),
+            stack=text("stack"),
+            args=text("args"),
+        )
 
 
 STAT_COLUMNS = ("min", "max", "mean", "norm", "nan_count", "posinf_count", "neginf_count")
@@ -227,6 +295,50 @@ COLUMNS = (
     "stack",
     "args",
 )
+_REQUIRED = ("index", "op", "direction", "tensor", "shape", "dtype")
+_OPTIONAL_TEXT = ("module_path", "device", "fingerprint", "data", "grad_fn", "stack", "args")
+_TEXT_OR_NONE = (str, type(None))
+_NUMBER_OR_NONE = (float, type(None))
+_INT_OR_NONE = (int, type(None))
+
+
+def _plain(row: Any) -> bool:
+    """Whether ``row`` is an op-table row exactly as the writer makes it: every column of
+    its type (floats for the statistics, ints for the counts), nothing to convert or report."""
+    if type(row) is not dict:
+        return False
+    get = row.get
+    index, shape = get("index"), get("shape")
+    if not (
+        type(index) is int
+        and index >= 0
+        and type(get("op")) is str
+        and get("direction") in DIRECTIONS
+        and type(get("direction")) is str
+        and type(get("tensor")) is str
+        and type(get("dtype")) is str
+        and type(shape) is list
+        and len(shape) <= _check.MAX_DIMS
+    ):
+        return False
+    n = 1
+    for d in shape:
+        if type(d) is not int or d < 0:
+            return False
+        n *= d
+    if n > _check.MAX_NUMEL:
+        return False
+    for name in _OPTIONAL_TEXT:
+        if type(get(name)) not in _TEXT_OR_NONE:
+            return False
+    for name in STAT_COLUMNS[:4]:
+        if type(get(name)) not in _NUMBER_OR_NONE:
+            return False
+    for name in STAT_COLUMNS[4:]:
+        v = get(name)
+        if type(v) not in _INT_OR_NONE or (v is not None and v < 0):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -355,32 +467,110 @@ class DumpManifest:
         return f'{rest[:at]}\n "steps": [\n{items}\n ]{rest[at + len(marker) :]}'
 
     @classmethod
-    def from_json(cls, text: str, *, source: str = "manifest.json") -> DumpManifest:
-        """Parse and validate; raises DumpFormatError or SchemaVersionError."""
-        try:
-            raw = json.loads(text)
-        except ValueError as exc:
-            msg = f"Manifest {source!r}: not valid JSON ({exc}). Expected a tensorsight manifest."
-            raise DumpFormatError(msg) from exc
+    def from_json(cls, text: str | bytes, *, source: str = "manifest.json") -> DumpManifest:
+        """Parse and validate every field's type; raises DumpFormatError or SchemaVersionError."""
+        where = f"Manifest {source!r}"
+        raw = _check.load_json(text, where, "a tensorsight manifest")
         if not isinstance(raw, dict) or raw.get("format") != FORMAT_NAME:
             got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
             msg = (
-                f"Manifest {source!r}: not a tensorsight dump manifest. "
-                f"Expected format {FORMAT_NAME!r}, got {got!r}."
+                f"{where}: not a tensorsight dump manifest. "
+                f"Expected format {FORMAT_NAME!r}, got {str(got)[:80]!r}."
             )
             raise DumpFormatError(msg)
         version = raw.get("schema_version")
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
+        if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
             msg = (
-                f"Manifest {source!r}: schema version {version!r} is newer than this "
+                f"{where}: schema version {str(version)[:40]!r} is newer than this "
                 f"tensorsight knows. Expected <= {SCHEMA_VERSION}. Upgrade tensorsight."
             )
             raise SchemaVersionError(msg)
-        try:
-            steps = tuple(StepInfo(**s) for s in raw.pop("steps", ()))
-            raw["command_line"] = tuple(raw.get("command_line", ()))
-            raw["dtypes"] = tuple(raw.get("dtypes", ()))
-            return cls(steps=steps, **raw)
-        except TypeError as exc:
-            msg = f"Manifest {source!r}: {exc}. Expected the fields of DumpManifest."
-            raise DumpFormatError(msg) from exc
+        values = _fields(where, "", raw, _MANIFEST_TYPES, cls)
+        steps = raw.get("steps", [])
+        if not isinstance(steps, list):
+            _check.fail(where, "steps", steps, "a list of steps")
+        values["steps"] = tuple(
+            StepInfo(**_fields(where, f"steps[{i}].", s, _STEP_TYPES, StepInfo))
+            for i, s in enumerate(steps)
+        )
+        return cls(**values)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_strs(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+# field -> (check, expected): what the manifest and each of its steps may hold
+_Types = dict[str, tuple[Callable[[Any], bool], str]]
+_STR: tuple[Callable[[Any], bool], str] = (lambda v: isinstance(v, str), "a string")
+_OPT_STR: tuple[Callable[[Any], bool], str] = (
+    lambda v: v is None or isinstance(v, str),
+    "a string or null",
+)
+_INT: tuple[Callable[[Any], bool], str] = (_is_int, "a non-negative integer")
+_BOOL: tuple[Callable[[Any], bool], str] = (lambda v: isinstance(v, bool), "true or false")
+_MANIFEST_TYPES: _Types = {
+    **dict.fromkeys(
+        ("level", "framework", "framework_version", "tensorsight_version", "python_version"),
+        _STR,
+    ),
+    "mode": (lambda v: v in MODES, f"one of {', '.join(MODES)}"),
+    "device": _STR,
+    "format": _STR,
+    "fingerprint_hash": _STR,
+    "rank": _INT,
+    "world_size": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "schema_version": _INT,
+    "command_line": (_is_strs, "a list of strings"),
+    "dtypes": (_is_strs, "a list of strings"),
+    "created": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "a number (seconds since the epoch)",
+    ),
+    "complete": _BOOL,
+    "incomplete_reason": _OPT_STR,
+    "extra": (lambda v: isinstance(v, dict), "an object"),
+    "steps": (lambda v: True, "a list of steps"),  # checked one by one
+}
+_STEP_TYPES: _Types = {
+    "step": _INT,
+    "complete": _BOOL,
+    "op_count": _INT,
+    "tensor_count": _INT,
+    "bytes_written": _INT,
+    "outputs_fingerprint": _OPT_STR,
+    "observer_identical": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
+}
+
+
+def _fields(where: str, prefix: str, raw: Any, types: _Types, cls: type) -> dict[str, Any]:
+    """``raw``'s fields for ``cls(**...)``, each checked (lists become tuples)."""
+    if not isinstance(raw, dict):
+        _check.fail(where, prefix.rstrip(".") or "the file", raw, "an object")
+    required = {
+        f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+    }
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name not in types:
+            msg = (
+                f"{where}: unknown field {prefix}{name[:80]!r}. "
+                f"Expected the fields of {cls.__name__}."
+            )
+            raise DumpFormatError(msg)
+        check, expected = types[name]
+        if not check(value):
+            _check.fail(where, f"{prefix}{name}", value, expected)
+        out[name] = tuple(value) if isinstance(value, list) else value
+    missing = sorted(required - set(out))
+    if missing:
+        owner = prefix.rstrip(".") or "the manifest"
+        msg = (
+            f"{where}: {owner} has no field {missing[0]!r}. Expected the fields of {cls.__name__}."
+        )
+        raise DumpFormatError(msg)
+    return out

@@ -90,12 +90,14 @@ def read_range(path: str, offset: int, size: int) -> bytes:
         raise _error(path, exc, "read it") from exc
 
 
-def walk(root: str) -> Iterator[tuple[str, list[str]]]:
+def walk(root: str, unlisted: list[str] | None = None) -> Iterator[tuple[str, list[str]]]:
     """Yield ``(folder, file names)`` for ``root`` and every folder below it, sorted.
 
     Symbolic links to folders are followed once: a link that leads back to a folder already
-    visited (a loop) is skipped. Folders that cannot be listed are skipped silently, except
-    ``root`` itself.
+    visited (a loop) is skipped. A folder below ``root`` that cannot be listed (permissions,
+    deleted meanwhile) is skipped, and one sentence naming it and the reason is appended to
+    ``unlisted`` when given (``Folder '<path>': cannot list it (Permission denied); skipped,
+    ...``).
 
     Raises:
         InputFileError: ``root`` does not exist, is not a folder, or cannot be listed.
@@ -125,6 +127,11 @@ def walk(root: str) -> Iterator[tuple[str, list[str]]]:
         except OSError as exc:
             if first:
                 raise _error(folder, exc, "list it") from exc
+            if unlisted is not None:
+                unlisted.append(
+                    f"Folder {folder!r}: cannot list it ({exc.strerror or exc}); skipped, the "
+                    "rest of the logdir was read. Check its permissions (chmod +rx)."
+                )
             continue
         first = False
         files: list[str] = []

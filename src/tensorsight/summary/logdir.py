@@ -185,6 +185,7 @@ class Logdir:
         self._runs: dict[str, RunStore] = {}
         self._grew: set[str] = set()
         self.problems: list[str] = []
+        self._unlisted: set[str] = set()  # problems of the folders the last walk could not list
         if not _fs.is_dir(self.path):
             if _fs.exists(self.path):
                 msg = (
@@ -210,7 +211,8 @@ class Logdir:
         """
         new_runs: list[str] = []
         new_files: list[str] = []
-        for folder, names in _fs.walk(self.path):
+        unlisted: list[str] = []
+        for folder, names in _fs.walk(self.path, unlisted):
             for name in names:
                 fmt = file_format(name)
                 if fmt is None:
@@ -246,7 +248,10 @@ class Logdir:
         for run, kinds in changed.items():
             for tag in kinds.get("scalars", ()):
                 self._runs[run].scalars[tag].compact()
-        problems = [p for t in totals for p in t.problems]
+        # a folder that cannot be listed is a problem once, until it can be listed again
+        fresh = [p for p in unlisted if p not in self._unlisted]
+        self._unlisted = set(unlisted)
+        problems = fresh + [p for t in totals for p in t.problems]
         records = sum(t.records for t in totals)
         for p in problems:
             warnings.warn(p, CorruptRecordWarning, stacklevel=2)
