@@ -18,9 +18,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from tensorsight.migrate.model import Changed, Failed, FileResult, Skipped, Unchanged
+from tensorsight.migrate.model import Changed, Failed, FileResult, Site, Skipped, Unchanged
 from tensorsight.migrate.rulesets import RuleSet, load_ruleset
-from tensorsight.migrate.selfcheck import check_introduced
+from tensorsight.migrate.selfcheck import check_introduced, compile_problem
 from tensorsight.migrate.source import migrate_source
 
 __all__ = ["SOURCE_SUFFIXES", "Job", "discover", "migrate_file", "run_jobs"]
@@ -127,6 +127,14 @@ def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
         return Failed(job.rel, f"internal error, please report it: {type(exc).__name__}: {exc}")
     if result.new_code == code:
         return Unchanged(job.rel, result.sites)
+    broken = compile_problem(result.new_code, job.rel)
+    if broken is not None and compile_problem(code, job.rel) is None:
+        culprit = _culprit(code, job.rel, ruleset, result.sites, unsafe_fixes, target)
+        return Failed(
+            job.rel,
+            f"was not written: the migrated code {broken}, produced by {culprit}; "
+            "this is a tensorsight bug, please report it.",
+        )
     problems = check_introduced(
         code,
         result.new_code,
@@ -135,6 +143,29 @@ def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
         touched=result.touched,
     )
     return Changed(job.rel, result.sites, code, result.new_code, problems, encoding)
+
+
+def _culprit(
+    code: str,
+    rel: str,
+    ruleset: RuleSet,
+    sites: Sequence[Site],
+    unsafe_fixes: bool,
+    target: str,
+) -> str:
+    """The rule whose rewrites make ``code`` fail to compile: the file is migrated again
+    without each rule that rewrote something, until the result compiles (rare, so slow is
+    fine)."""
+    rule_ids = sorted({s.rule_id for s in sites if s.status == "rewritten"})
+    for suspect in rule_ids:
+        rules = [r for r in ruleset.instantiate() if suspect != r.RULE_ID]
+        try:
+            again = migrate_source(code, rules, path=rel, unsafe_fixes=unsafe_fixes, target=target)
+        except Exception:  # only a hint for the message; the file has failed anyway
+            continue
+        if compile_problem(again.new_code, rel) is None:
+            return f"rule {suspect}"
+    return "the rules " + ", ".join(rule_ids) if rule_ids else "the device prologue"
 
 
 def _run_chunk(chunk: Sequence[Job], target: str, unsafe_fixes: bool) -> list[FileResult]:

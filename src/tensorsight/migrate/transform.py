@@ -255,6 +255,14 @@ class RuleContext:
             return
         self._record(rule, original, api or self._api_of(original), status, safety, message)
 
+    def drift(
+        self, rule: MigrationRule, original: cst.CSTNode, message: str, *, api: str | None = None
+    ) -> None:
+        """Record that an applied rewrite of ``original`` can change numbers or behaviour
+        on some device: a ``kept`` row whose ``message`` (starting "Drift:") spells out the
+        difference. Call it only when the fix was applied."""
+        self._record(rule, original, api or self._api_of(original), "kept", "none", message)
+
     def claim(self, node: cst.CSTNode) -> None:
         """Mark ``node`` as handled, which drops weak reports about it."""
         self._claimed.add(id(node))
