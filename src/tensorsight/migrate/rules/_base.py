@@ -170,7 +170,10 @@ def device_expr(
             for a ``torch.device`` (``"cuda:1"`` -> ``torch.device(_device.type, 1)``).
 
     Handles ``"cuda"``, ``"cuda:N"``, ``f"cuda:{i}"`` and ``"cuda" if <cond> else "cpu"``
-    (simplified to the prologue device when ``<cond>`` is ``torch.cuda.is_available()``).
+    (either order; simplified to the prologue device when ``<cond>`` is
+    ``torch.cuda.is_available()``). The result has the type the slot had: with
+    ``want="device"`` always a ``torch.device`` (``torch.device("cuda" if c else "cpu")``
+    -> ``torch.device(_device.type if c else "cpu")``), with ``want="str"`` a string.
     """
     value = cuda_string(original)
     if value is not None:
@@ -194,21 +197,37 @@ def device_expr(
                 and parts[1].format_spec is None
             ):
                 return ctx.indexed_device(parts[1].expression)
-            return _fstring(ctx, rest, start=updated.start, end=updated.end)
+            text = _fstring(ctx, rest, start=updated.start, end=updated.end)
+            return _as_device(ctx, text) if want == "device" else text
         return None
     if isinstance(original, cst.IfExp) and isinstance(updated, cst.IfExp):
-        body = cuda_string(original.body)
-        other = original.orelse
-        if body != "cuda" or not (
-            isinstance(other, cst.SimpleString) and other.evaluated_value == "cpu"
-        ):
+        body, other = original.body, original.orelse
+        if cuda_string(body) is not None and _is_cpu(other):
+            if cuda_string(body) == "cuda" and ctx.qname(
+                original.test.func if isinstance(original.test, cst.Call) else original.test
+            ) in ("torch.cuda.is_available",):
+                return ctx.device() if want == "device" else ctx.device_type()
+            branch = device_expr(ctx, body, updated.body, want="str")
+            choice = updated.with_changes(body=branch)
+        elif cuda_string(other) is not None and _is_cpu(body):  # "cpu" if no_cuda else "cuda"
+            branch = device_expr(ctx, other, updated.orelse, want="str")
+            choice = updated.with_changes(orelse=branch)
+        else:
             return None
-        if ctx.qname(
-            original.test.func if isinstance(original.test, cst.Call) else original.test
-        ) in ("torch.cuda.is_available",):
-            return ctx.device() if want == "device" else ctx.device_type()
-        return updated.with_changes(body=ctx.device_type())
+        # A torch.device stays a torch.device, a string stays a string.
+        return _as_device(ctx, choice) if want == "device" else choice
     return None
+
+
+def _is_cpu(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "cpu"
+
+
+def _as_device(ctx: RuleContext, text: cst.BaseExpression) -> cst.Call:
+    """``torch.device(<text>)``: where the original built a device from a string."""
+    if isinstance(text, cst.IfExp):
+        text = text.with_changes(lpar=[], rpar=[])
+    return cst.Call(func=ctx.torch_attr("device"), args=[cst.Arg(text)])
 
 
 def _fstring(
