@@ -94,6 +94,8 @@ def _is_index(node: cst.BaseExpression) -> bool:
         return True
     if isinstance(node, cst.Name) and node.value == "None":
         return True
+    if isinstance(node, cst.Subscript):  # device_ids[0]
+        node = node.value
     if isinstance(node, cst.Name | cst.Attribute):
         name = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
         return any(hint in name for hint in INDEX_NAME_HINTS)
