@@ -17,6 +17,7 @@ from tensorsight.migrate.rules.accelerator.device_strings import ReplaceDeviceSt
 from tensorsight.migrate.rules.accelerator.distributed_backend import (
     ReplaceDistributedBackendRule,
 )
+from tensorsight.migrate.rules.accelerator.fused_optimizers import ReportFusedOptimizersRule
 from tensorsight.migrate.rules.accelerator.grad_scaler import ReplaceGradScalerRule
 from tensorsight.migrate.rules.accelerator.is_cuda import ReplaceIsCudaRule
 from tensorsight.migrate.rules.accelerator.map_location import ReplaceMapLocationRule
@@ -53,6 +54,7 @@ RULES: tuple[type[MigrationRule], ...] = (
     ReplaceBackendKnobsRule,
     ReplaceNvtxRule,
     ReplaceIsCudaRule,
+    ReportFusedOptimizersRule,
     ReportUnsupportedRule,
     ReportTritonKernelsRule,
     ReportUnmappedCudaRule,
