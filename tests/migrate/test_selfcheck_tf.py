@@ -16,7 +16,11 @@ def test_self_check_reports_only_new_problems():
         check_introduced("x = 1\n", "import torch_npu\nx = 1\n", allowed_imports=("torch_npu",))
         == ()
     )
-    assert check_introduced("x = 1\n", "x = (\n")[0].startswith("migrated code does not parse")
+    assert check_introduced("x = 1\n", "x = (\n")[0].startswith("migrated code does not compile")
+    # ast.parse accepts a repeated keyword; compile() rejects it, and so does the check
+    assert check_introduced("f(a=1)\n", "f(a=1, a=2)\n") == (
+        "migrated code does not compile: keyword argument repeated: a (line 1)",
+    )
 
 
 TF = """\

@@ -171,6 +171,8 @@ class ModuleFacts:
         module_level_imports: Names bound by plain ``import`` statements at module level.
         name_counts: How often each name is read or bound (``ast.Name`` nodes), when the
             module was analysed with :func:`collect_facts_ast`; empty otherwise.
+        module_classes: Classes of the module deriving from ``nn.Module`` (with
+            :func:`._values.known_values`, also those of the rest of the project).
     """
 
     bindings: dict[str, Binding]
@@ -178,6 +180,7 @@ class ModuleFacts:
     names: frozenset[str]
     module_level_imports: frozenset[str]
     name_counts: dict[str, int] = field(default_factory=dict)
+    module_classes: frozenset[str] = frozenset()
 
 
 def collect_facts(
@@ -200,6 +203,7 @@ def collect_facts(
         frozenset(collector.torch_values),
         names,
         frozenset(collector.module_level),
+        module_classes=frozenset(collector.module_classes),
     )
 
 
@@ -299,5 +303,10 @@ def collect_facts_ast(
             c.torch_values.add(node.arg)
     names = frozenset(counts).union(c.bindings, defined)
     return ModuleFacts(
-        c.bindings, frozenset(c.torch_values), names, frozenset(c.module_level), counts
+        c.bindings,
+        frozenset(c.torch_values),
+        names,
+        frozenset(c.module_level),
+        counts,
+        frozenset(c.module_classes),
     )

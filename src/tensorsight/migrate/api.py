@@ -165,7 +165,7 @@ def _migrate_impl(
     workers: int | None,
     progress: Callable[[int, int], None] | None,
 ) -> MigrationReport:
-    from tensorsight.migrate.runner import discover, run_jobs
+    from tensorsight.migrate.runner import discover, project_module_classes, run_jobs
     from tensorsight.migrate.tensorflow import scan_tensorflow
 
     jobs, listed = discover(root)
@@ -178,7 +178,14 @@ def _migrate_impl(
             progress(done, len(jobs))
 
     results: list[FileResult] = [
-        *run_jobs(jobs, target, unsafe_fixes=unsafe_fixes, workers=workers, progress=advance),
+        *run_jobs(
+            jobs,
+            target,
+            unsafe_fixes=unsafe_fixes,
+            workers=workers,
+            progress=advance,
+            module_classes=project_module_classes(jobs) if len(jobs) > 1 else frozenset(),
+        ),
         *listed,
     ]
     results.sort(key=lambda r: r.path)

@@ -18,12 +18,20 @@ from pathlib import Path
 
 import libcst as cst
 
-from tensorsight.migrate.model import Changed, Failed, FileResult, Skipped, Unchanged
+from tensorsight.migrate._values import scan_module_classes
+from tensorsight.migrate.model import Changed, Failed, FileResult, Site, Skipped, Unchanged
 from tensorsight.migrate.rulesets import RuleSet, load_ruleset
-from tensorsight.migrate.selfcheck import check_introduced
+from tensorsight.migrate.selfcheck import check_introduced, compile_problem
 from tensorsight.migrate.source import migrate_source
 
-__all__ = ["SOURCE_SUFFIXES", "Job", "discover", "migrate_file", "run_jobs"]
+__all__ = [
+    "SOURCE_SUFFIXES",
+    "Job",
+    "discover",
+    "migrate_file",
+    "project_module_classes",
+    "run_jobs",
+]
 
 #: Non-Python sources that are listed for review (never rewritten).
 SOURCE_SUFFIXES = {
@@ -89,8 +97,26 @@ def _ruleset(name: str) -> RuleSet:
     return load_ruleset(name)
 
 
-def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
-    """Migrate one file; never raises (errors become :class:`Failed`)."""
+def project_module_classes(jobs: Sequence[Job]) -> frozenset[str]:
+    """The ``nn.Module`` subclasses defined anywhere in ``jobs`` (unreadable files skipped)."""
+
+    def texts() -> Iterable[bytes]:
+        for job in jobs:
+            try:
+                yield Path(job.path).read_bytes()
+            except OSError:
+                continue  # migrate_file reports it
+
+    return scan_module_classes(texts())
+
+
+def migrate_file(
+    job: Job, target: str, unsafe_fixes: bool, module_classes: frozenset[str] = frozenset()
+) -> FileResult:
+    """Migrate one file; never raises (errors become :class:`Failed`).
+
+    ``module_classes``: the project's ``nn.Module`` subclasses (:func:`project_module_classes`).
+    """
     try:
         data = Path(job.path).read_bytes()
     except OSError as exc:
@@ -113,7 +139,12 @@ def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
         return Unchanged(job.rel)
     try:
         result = migrate_source(
-            code, ruleset.instantiate(), path=job.rel, unsafe_fixes=unsafe_fixes, target=target
+            code,
+            ruleset.instantiate(),
+            path=job.rel,
+            unsafe_fixes=unsafe_fixes,
+            target=target,
+            module_classes=module_classes,
         )
     except cst.ParserSyntaxError as exc:
         return Failed(
@@ -127,6 +158,14 @@ def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
         return Failed(job.rel, f"internal error, please report it: {type(exc).__name__}: {exc}")
     if result.new_code == code:
         return Unchanged(job.rel, result.sites)
+    broken = compile_problem(result.new_code, job.rel)
+    if broken is not None and compile_problem(code, job.rel) is None:
+        culprit = _culprit(code, job, ruleset, result.sites, unsafe_fixes, module_classes)
+        return Failed(
+            job.rel,
+            f"was not written: the migrated code {broken}, produced by {culprit}; "
+            "this is a tensorsight bug, please report it.",
+        )
     problems = check_introduced(
         code,
         result.new_code,
@@ -137,8 +176,40 @@ def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
     return Changed(job.rel, result.sites, code, result.new_code, problems, encoding)
 
 
-def _run_chunk(chunk: Sequence[Job], target: str, unsafe_fixes: bool) -> list[FileResult]:
-    return [migrate_file(job, target, unsafe_fixes) for job in chunk]
+def _culprit(
+    code: str,
+    job: Job,
+    ruleset: RuleSet,
+    sites: Sequence[Site],
+    unsafe_fixes: bool,
+    module_classes: frozenset[str],
+) -> str:
+    """The rule whose rewrites make ``code`` fail to compile: the file is migrated again
+    without each rule that rewrote something, until the result compiles (rare, so slow is
+    fine)."""
+    rule_ids = sorted({s.rule_id for s in sites if s.status == "rewritten"})
+    for suspect in rule_ids:
+        rules = [r for r in ruleset.instantiate() if suspect != r.RULE_ID]
+        try:
+            again = migrate_source(
+                code,
+                rules,
+                path=job.rel,
+                unsafe_fixes=unsafe_fixes,
+                target=ruleset.name,
+                module_classes=module_classes,
+            )
+        except Exception:  # only a hint for the message; the file has failed anyway
+            continue
+        if compile_problem(again.new_code, job.rel) is None:
+            return f"rule {suspect}"
+    return "the rules " + ", ".join(rule_ids) if rule_ids else "the device prologue"
+
+
+def _run_chunk(
+    chunk: Sequence[Job], target: str, unsafe_fixes: bool, module_classes: frozenset[str]
+) -> list[FileResult]:
+    return [migrate_file(job, target, unsafe_fixes, module_classes) for job in chunk]
 
 
 def run_jobs(
@@ -148,6 +219,7 @@ def run_jobs(
     unsafe_fixes: bool = False,
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
+    module_classes: frozenset[str] = frozenset(),
 ) -> list[FileResult]:
     """Migrate ``jobs``, in parallel processes when there are enough files.
 
@@ -157,6 +229,7 @@ def run_jobs(
         unsafe_fixes: Apply unsafe fixes.
         workers: Processes to use; ``None`` means one per CPU, ``1`` runs in this process.
         progress: Called with the number of files just finished.
+        module_classes: The project's ``nn.Module`` subclasses (their ``.cuda()`` is safe).
 
     Returns:
         One result per job, in the order of ``jobs``.
@@ -165,7 +238,7 @@ def run_jobs(
     if workers <= 1 or len(jobs) <= _CHUNK:
         out = []
         for job in jobs:
-            out.append(migrate_file(job, target, unsafe_fixes))
+            out.append(migrate_file(job, target, unsafe_fixes, module_classes))
             if progress is not None:
                 progress(1)
         return out
@@ -173,7 +246,11 @@ def run_jobs(
     results: list[FileResult] = []
     with ProcessPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
         for chunk_results in pool.map(
-            _run_chunk, chunks, _repeat(target, len(chunks)), _repeat(unsafe_fixes, len(chunks))
+            _run_chunk,
+            chunks,
+            _repeat(target, len(chunks)),
+            _repeat(unsafe_fixes, len(chunks)),
+            _repeat(module_classes, len(chunks)),
         ):
             results.extend(chunk_results)
             if progress is not None:

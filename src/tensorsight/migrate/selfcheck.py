@@ -1,4 +1,8 @@
-"""Self-check of migrated code: it parses, and adds no undefined names or unused imports.
+"""Self-check of migrated code: it compiles, and adds no undefined names or unused imports.
+
+"Compiles" means :func:`compile`, not only :func:`ast.parse`: the parser accepts code that
+the compiler rejects (a repeated keyword argument, ``nonlocal`` without a binding), and
+such a file would fail at import.
 
 The check runs pyflakes on the original and the migrated text and reports only what the
 migration introduced, so problems the project already had are not blamed on the rules.
@@ -11,9 +15,25 @@ from collections import Counter
 
 from tensorsight._lazy import lazy_import
 
-__all__ = ["check_introduced"]
+__all__ = ["check_introduced", "compile_problem"]
 
 _KINDS = {"UndefinedName": "undefined name", "UnusedImport": "unused import"}
+
+
+def compile_problem(code: str, filename: str = "<migrated>") -> str | None:
+    """Why ``code`` does not compile, as one sentence, or ``None`` when it does.
+
+    Example:
+        >>> compile_problem("f(a=1, a=2)\\n")
+        'does not compile: keyword argument repeated: a (line 1)'
+    """
+    try:
+        compile(code, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:  # IndentationError and TabError are SyntaxErrors too
+        return f"does not compile: {exc.msg} (line {exc.lineno})"
+    except ValueError as exc:  # a NUL byte in the source
+        return f"does not compile: {exc}"
+    return None
 
 
 def _problems(code: str, filename: str) -> Counter[tuple[str, str]]:
@@ -54,10 +74,10 @@ def check_introduced(
         >>> check_introduced("import os\\n", "import os\\nx = y\\n")
         ("introduces undefined name 'y'",)
     """
-    try:
-        after = _problems(new_code, filename)
-    except SyntaxError as exc:
-        return (f"migrated code does not parse: {exc.msg} (line {exc.lineno})",)
+    problem = compile_problem(new_code, filename)
+    if problem is not None:
+        return (f"migrated code {problem}",)
+    after = _problems(new_code, filename)
     if touched is not None:
         after = Counter({k: n for k, n in after.items() if k[1].split(".")[0] in touched})
     if not after:

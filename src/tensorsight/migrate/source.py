@@ -22,6 +22,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tensorsight.migrate._resolve import ModuleFacts, collect_facts, collect_facts_ast
 from tensorsight.migrate._scan import hot_statements
+from tensorsight.migrate._values import known_values
 from tensorsight.migrate.model import Site
 from tensorsight.migrate.rule import MigrationRule
 from tensorsight.migrate.transform import (
@@ -74,8 +75,12 @@ def migrate_source(
     path: str = "<string>",
     unsafe_fixes: bool = False,
     target: str = "accelerator",
+    module_classes: frozenset[str] = frozenset(),
 ) -> SourceResult:
     """Run ``rules`` over ``code``; raises ``libcst.ParserSyntaxError`` on bad syntax.
+
+    ``module_classes`` names the ``nn.Module`` subclasses of the whole project
+    (:func:`._values.scan_module_classes`): their instances' ``.cuda()`` is a safe fix.
 
     Example:
         >>> from tensorsight.migrate.rulesets import load_ruleset
@@ -89,7 +94,7 @@ def migrate_source(
         tree = ast.parse(code)
     except SyntaxError:
         return _whole_module(code, rules, path, unsafe_fixes, target)
-    facts = collect_facts_ast(tree, code, ROOTS)
+    facts = known_values(tree, collect_facts_ast(tree, code, ROOTS), module_classes)
     ctx = RuleContext(facts, unsafe_fixes=unsafe_fixes, target=target, tree=tree)
     lines = code.splitlines(keepends=True)
     groups = _groups(tree)

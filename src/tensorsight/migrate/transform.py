@@ -34,6 +34,12 @@ PROLOGUE_COMMENT = (
     "# tensorsight migrate: the accelerator PyTorch finds (CUDA, NPU, XPU, MPS, ...), else the CPU."
 )
 _EMPTY = cst.Module(body=[])
+#: Tensor/module methods that return a tensor or module again (``Net().to(d).cuda()``).
+_CHAINS = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "detach"}
+)
+#: Attributes of a tensor or module that are tensors or modules (``p.data``, ``ddp.module``).
+_PARTS = frozenset({"data", "grad", "module", "weight", "bias"})
 _N = TypeVar("_N", bound=cst.CSTNode)
 
 
@@ -127,16 +133,36 @@ class RuleContext:
         return bound.qualified + ("." + rest if rest else "")
 
     def is_torch_value(self, node: cst.BaseExpression) -> bool:
-        """Whether ``node`` is known to be a tensor or module (its ``.cuda()`` is safe)."""
+        """Whether ``node`` is known to be a tensor or module (its ``.cuda()`` is safe).
+
+        Known: names and ``self.<attr>`` in ``facts.torch_values`` (see :mod:`._values`),
+        subscripts of them, their ``.data``/``.grad``/``.module``/``.weight``/``.bias``,
+        instances of ``nn.Module`` subclasses (``Net()``), torch calls and tensor/module
+        method chains on any of these (``Net().to(d).eval()``).
+        """
         if isinstance(node, cst.Name):
             return node.value in self.facts.torch_values
+        if isinstance(node, cst.Attribute):
+            if (
+                isinstance(node.value, cst.Name)
+                and f"{node.value.value}.{node.attr.value}" in self.facts.torch_values
+            ):
+                return True
+            return node.attr.value in _PARTS and self.is_torch_value(node.value)
+        if isinstance(node, cst.Subscript):
+            return self.is_torch_value(node.value)
         if isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Name) and node.func.value in self.facts.torch_values:
-                return False
+            if isinstance(node.func, cst.Name):
+                if node.func.value in self.facts.module_classes:
+                    return True
+                if node.func.value in self.facts.torch_values:
+                    return False
             qualified = self.qname(node.func)
             if qualified is not None:
                 return not qualified.startswith("torch.cuda.")
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "float"):
+            if isinstance(node.func, cst.Attribute) and (
+                node.func.attr.value in _CHAINS or node.func.attr.value.endswith("_")
+            ):  # in-place methods (`random_`) return the tensor too
                 return self.is_torch_value(node.func.value)
         return False
 
@@ -272,6 +298,14 @@ class RuleContext:
             )
             return
         self._record(rule, original, api or self._api_of(original), status, safety, message)
+
+    def drift(
+        self, rule: MigrationRule, original: cst.CSTNode, message: str, *, api: str | None = None
+    ) -> None:
+        """Record that an applied rewrite of ``original`` can change numbers or behaviour
+        on some device: a ``kept`` row whose ``message`` (starting "Drift:") spells out the
+        difference. Call it only when the fix was applied."""
+        self._record(rule, original, api or self._api_of(original), "kept", "none", message)
 
     def claim(self, node: cst.CSTNode) -> None:
         """Mark ``node`` as handled, which drops weak reports about it."""

@@ -14,7 +14,7 @@ def test_string_and_missing_map_location():
         + PROLOGUE
         + 'a = torch.load("a.pt", map_location=_device, weights_only=True)\n'
         + 'b = torch.load("b.pt", map_location=_device)\n',
-        statuses=[(RULE_ID, "rewritten"), (RULE_ID, "rewritten")],
+        statuses=[(RULE_ID, "rewritten"), (RULE_ID, "rewritten"), (RULE_ID, "kept")],
     )
 
 

@@ -7,6 +7,7 @@ most accelerator rules are a subclass with a ``TABLE`` from their ``tables.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -15,7 +16,16 @@ import libcst as cst
 from tensorsight.migrate.rule import MigrationRule
 from tensorsight.migrate.transform import RuleContext
 
-__all__ = ["CallRename", "RenameCallRule", "cuda_string", "device_expr", "keyword"]
+__all__ = [
+    "CallRename",
+    "RenameCallRule",
+    "append_arg",
+    "cuda_string",
+    "device_expr",
+    "find_keyword",
+    "has_star_kwargs",
+    "keyword",
+]
 
 
 @dataclass(frozen=True)
@@ -30,7 +40,8 @@ class CallRename:
             <default>``; a whole statement becomes an ``if`` block) or ``ctor`` (pass
             ``device=_device`` first, for ``torch.Stream``/``torch.Event``).
         default: For ``guarded``: the value on a machine without an accelerator.
-        note: Extra sentence for the report (semantic drift to know about).
+        note: The semantic drift of the rewrite ("Drift: ..."), reported as its own
+            ``kept`` row when the rewrite is applied.
     """
 
     new: str
@@ -61,7 +72,7 @@ class RenameCallRule(MigrationRule):
             new = updated.with_changes(func=cst.Attribute(value=dev_mod, attr=cst.Name(spec.new)))
         elif spec.form == "ctor":
             shown = f"torch.{spec.new}(device=_device)"
-            if any(a.keyword is None for a in updated.args):
+            if any(a.keyword is None for a in updated.args) or has_star_kwargs(updated.args):
                 ctx.report(
                     self,
                     original,
@@ -71,11 +82,10 @@ class RenameCallRule(MigrationRule):
                 )
                 return None
             args = list(updated.args)
-            if args:
-                args[-1] = args[-1].with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-            args.append(cst.Arg(ctx.device(), keyword=cst.Name("device"), equal=_EQ))
+            if find_keyword(original.args, "device") is None:
+                args = append_arg(args, keyword("device", ctx.device()))
+            else:  # the caller's device stays; the device rules convert a CUDA one
+                shown = f"torch.{spec.new}(device=...)"
             new = updated.with_changes(func=ctx.torch_attr(spec.new), args=args)
         elif spec.form == "guarded":
             call = updated.with_changes(func=ctx.torch_attr(spec.new))
@@ -83,10 +93,11 @@ class RenameCallRule(MigrationRule):
             shown += f" (or {spec.default} without an accelerator)"
         else:
             new = updated.with_changes(func=ctx.torch_attr(spec.new))
-        message = f"Use the device-neutral `torch.{spec.new}`." + (
-            f" {spec.note}" if spec.note else ""
-        )
-        return ctx.fix(self, original, new, message=message, api=api)
+        message = f"Use the device-neutral `torch.{spec.new}`."
+        fixed = ctx.fix(self, original, new, message=message, api=api)
+        if spec.note and fixed is new:
+            ctx.drift(self, original, spec.note, api=api)
+        return fixed
 
 
 _EQ = cst.AssignEqual(
@@ -97,6 +108,39 @@ _EQ = cst.AssignEqual(
 def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
     """A ``name=value`` argument in PEP 8 spacing."""
     return cst.Arg(value, keyword=cst.Name(name), equal=_EQ)
+
+
+def find_keyword(args: Sequence[cst.Arg], name: str) -> int | None:
+    """Index of the ``name=`` argument in ``args``, else ``None``."""
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == name:
+            return i
+    return None
+
+
+def has_star_kwargs(args: Sequence[cst.Arg]) -> bool:
+    """Whether ``args`` has a ``**mapping``, which may hold any keyword."""
+    return any(arg.star == "**" for arg in args)
+
+
+def append_arg(args: Sequence[cst.Arg], arg: cst.Arg) -> list[cst.Arg]:
+    """``args`` with ``arg`` last; a trailing comma stays last, one argument per line stays.
+
+    Callers that add a keyword must first check it is not passed already
+    (:func:`find_keyword`, :func:`has_star_kwargs`): Python rejects a repeated keyword
+    only when compiling, so a rewrite that repeats one still parses.
+    """
+    out = list(args)
+    if not out:
+        return [arg]
+    last = out[-1]
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if isinstance(last.comma, cst.Comma):  # a trailing comma: the new argument takes it
+        between = out[-2].comma if len(out) > 1 else space
+        out[-1] = last.with_changes(comma=between if isinstance(between, cst.Comma) else space)
+        return [*out, arg.with_changes(comma=last.comma)]
+    out[-1] = last.with_changes(comma=space)
+    return [*out, arg]
 
 
 def cuda_string(node: cst.BaseExpression) -> str | None:
@@ -126,7 +170,10 @@ def device_expr(
             for a ``torch.device`` (``"cuda:1"`` -> ``torch.device(_device.type, 1)``).
 
     Handles ``"cuda"``, ``"cuda:N"``, ``f"cuda:{i}"`` and ``"cuda" if <cond> else "cpu"``
-    (simplified to the prologue device when ``<cond>`` is ``torch.cuda.is_available()``).
+    (either order; simplified to the prologue device when ``<cond>`` is
+    ``torch.cuda.is_available()``). The result has the type the slot had: with
+    ``want="device"`` always a ``torch.device`` (``torch.device("cuda" if c else "cpu")``
+    -> ``torch.device(_device.type if c else "cpu")``), with ``want="str"`` a string.
     """
     value = cuda_string(original)
     if value is not None:
@@ -150,21 +197,37 @@ def device_expr(
                 and parts[1].format_spec is None
             ):
                 return ctx.indexed_device(parts[1].expression)
-            return _fstring(ctx, rest, start=updated.start, end=updated.end)
+            text = _fstring(ctx, rest, start=updated.start, end=updated.end)
+            return _as_device(ctx, text) if want == "device" else text
         return None
     if isinstance(original, cst.IfExp) and isinstance(updated, cst.IfExp):
-        body = cuda_string(original.body)
-        other = original.orelse
-        if body != "cuda" or not (
-            isinstance(other, cst.SimpleString) and other.evaluated_value == "cpu"
-        ):
+        body, other = original.body, original.orelse
+        if cuda_string(body) is not None and _is_cpu(other):
+            if cuda_string(body) == "cuda" and ctx.qname(
+                original.test.func if isinstance(original.test, cst.Call) else original.test
+            ) in ("torch.cuda.is_available",):
+                return ctx.device() if want == "device" else ctx.device_type()
+            branch = device_expr(ctx, body, updated.body, want="str")
+            choice = updated.with_changes(body=branch)
+        elif cuda_string(other) is not None and _is_cpu(body):  # "cpu" if no_cuda else "cuda"
+            branch = device_expr(ctx, other, updated.orelse, want="str")
+            choice = updated.with_changes(orelse=branch)
+        else:
             return None
-        if ctx.qname(
-            original.test.func if isinstance(original.test, cst.Call) else original.test
-        ) in ("torch.cuda.is_available",):
-            return ctx.device() if want == "device" else ctx.device_type()
-        return updated.with_changes(body=ctx.device_type())
+        # A torch.device stays a torch.device, a string stays a string.
+        return _as_device(ctx, choice) if want == "device" else choice
     return None
+
+
+def _is_cpu(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "cpu"
+
+
+def _as_device(ctx: RuleContext, text: cst.BaseExpression) -> cst.Call:
+    """``torch.device(<text>)``: where the original built a device from a string."""
+    if isinstance(text, cst.IfExp):
+        text = text.with_changes(lpar=[], rpar=[])
+    return cst.Call(func=ctx.torch_attr("device"), args=[cst.Arg(text)])
 
 
 def _fstring(

@@ -21,6 +21,7 @@ from tensorsight.migrate.rules.accelerator.device_tests import ReplaceDeviceType
 from tensorsight.migrate.rules.accelerator.distributed_backend import (
     ReplaceDistributedBackendRule,
 )
+from tensorsight.migrate.rules.accelerator.fused_optimizers import ReportFusedOptimizersRule
 from tensorsight.migrate.rules.accelerator.grad_scaler import ReplaceGradScalerRule
 from tensorsight.migrate.rules.accelerator.is_cuda import ReplaceIsCudaRule
 from tensorsight.migrate.rules.accelerator.map_location import ReplaceMapLocationRule
@@ -61,6 +62,7 @@ RULES: tuple[type[MigrationRule], ...] = (
     ReplaceBackendKnobsRule,
     ReplaceNvtxRule,
     ReplaceIsCudaRule,
+    ReportFusedOptimizersRule,
     ReportUnsupportedRule,
     ReportTritonKernelsRule,
     ReportUnmappedCudaRule,

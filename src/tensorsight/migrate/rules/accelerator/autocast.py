@@ -14,16 +14,24 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate.rule import MigrationRule
-from tensorsight.migrate.rules._base import cuda_string
+from tensorsight.migrate.rules._base import append_arg, cuda_string, keyword
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/autocast"
 DESCRIPTION = "torch.cuda.amp.autocast / autocast('cuda') -> torch.autocast(_device.type)."
 
-_DRIFT = (
-    "Drift: without dtype=, autocast uses float16 on CUDA but bfloat16 on the CPU; "
-    "pass dtype=torch.float16 or dtype=torch.bfloat16 to get the same numbers everywhere."
+_OPS = (
+    "Each device type also has its own list of ops that autocast runs in low precision "
+    "(the CPU casts fewer ops than CUDA), so compare losses, not bits, across devices."
 )
+_DRIFT = (
+    "Drift: without dtype=, autocast uses float16 on CUDA but bfloat16 on the CPU (and the "
+    "backend's default elsewhere); pass dtype=torch.float16 or dtype=torch.bfloat16 to get "
+    "the same precision everywhere. " + _OPS
+)
+_OPS_DRIFT = "Drift: " + _OPS
+
+_CUDA_AUTOCAST_ARGS = ("enabled", "dtype", "cache_enabled")
 
 
 class ReplaceAutocastRule(MigrationRule):
@@ -38,11 +46,23 @@ class ReplaceAutocastRule(MigrationRule):
         api = ctx.qname(original.func)
         new: cst.Call | None
         if api == "torch.cuda.amp.autocast":
-            args = [cst.Arg(ctx.device_type()), *updated.args]
-            if len(args) > 1:
-                args[0] = args[0].with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            if any(a.star == "*" for a in updated.args):
+                ctx.report(
+                    self,
+                    original,
+                    status="manual",
+                    api=api,
+                    message="Use `torch.autocast(_device.type, ...)` with the other arguments "
+                    "by keyword (its positional order is device_type, dtype, enabled).",
                 )
+                return None
+            # torch.cuda.amp.autocast(enabled, dtype, cache_enabled): torch.autocast takes
+            # (device_type, dtype, enabled, ...), so positional arguments become keywords.
+            args = [cst.Arg(ctx.device_type())]
+            for i, arg in enumerate(updated.args):
+                if arg.keyword is None and not arg.star:
+                    arg = keyword(_CUDA_AUTOCAST_ARGS[min(i, 2)], arg.value)
+                args = append_arg(args, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
             new = updated.with_changes(func=ctx.torch_attr("autocast"), args=args)
         elif api in ("torch.autocast", "torch.amp.autocast"):
             new = _replace_device_arg(original, updated, ctx, "device_type")
@@ -50,9 +70,16 @@ class ReplaceAutocastRule(MigrationRule):
                 return None
         else:
             return None
-        if not any(a.keyword is not None and a.keyword.value == "dtype" for a in original.args):
-            ctx.report(self, original.func, status="kept", message=_DRIFT, api=api)
-        return ctx.fix(self, original, new, message="Autocast on the prologue device.", api=api)
+        dtype_at = 1  # positional dtype: (enabled, dtype) before, (device_type, dtype) now
+        has_dtype = any(
+            (a.keyword is not None and a.keyword.value == "dtype")
+            or (a.keyword is None and not a.star and i == dtype_at)
+            for i, a in enumerate(original.args)
+        )
+        fixed = ctx.fix(self, original, new, message="Autocast on the prologue device.", api=api)
+        if fixed is new:
+            ctx.drift(self, original.func, _OPS_DRIFT if has_dtype else _DRIFT, api=api)
+        return fixed
 
 
 def _replace_device_arg(

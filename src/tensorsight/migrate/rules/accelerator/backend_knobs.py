@@ -52,10 +52,23 @@ class ReplaceBackendKnobsRule(MigrationRule):
         call = cst.Call(
             func=ctx.torch_attr("set_float32_matmul_precision"), args=[cst.Arg(precision)]
         )
-        return ctx.fix(
+        new = cst.Expr(call)
+        fixed = ctx.fix(
             self,
             original,
-            cst.Expr(call),
+            new,
             message="The device-neutral TF32 switch for float32 matmuls.",
             api=api,
         )
+        is_false = isinstance(value, cst.Name) and value.value == "False"
+        if fixed is new and not is_false:  # "highest" is every backend's default
+            ctx.drift(self, original, _TF32_DRIFT, api=api)
+        return fixed
+
+
+_TF32_DRIFT = (
+    'Drift: set_float32_matmul_precision is global, not CUDA-only: "high" also lets the CPU '
+    "(oneDNN) and other backends compute float32 matmuls in reduced precision (TF32 or "
+    "bfloat16 passes), so CPU results change too; cuDNN convolutions still follow "
+    'torch.backends.cudnn.allow_tf32. Use "highest" where float32 results must stay exact.'
+)

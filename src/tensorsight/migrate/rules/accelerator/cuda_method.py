@@ -16,6 +16,8 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rules._base import append_arg, keyword
+from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/cuda-method"
@@ -38,22 +40,39 @@ class ReplaceCudaMethodRule(MigrationRule):
             return None
         if not isinstance(updated.func, cst.Attribute):
             return None
+        if any(a.star for a in updated.args):
+            ctx.report(
+                self,
+                original,
+                status="manual",
+                api=".cuda",
+                message="Move to the prologue device: `.to(_device, ...)`, passing the unpacked "
+                "arguments by keyword (`.cuda()` takes device, non_blocking, memory_format).",
+            )
+            return None
         index: cst.BaseExpression | None = None
         rest: list[cst.Arg] = []
-        for arg in updated.args:
-            if arg.keyword is None or arg.keyword.value == "device":
+        for i, arg in enumerate(updated.args):
+            name = arg.keyword.value if arg.keyword is not None else _POSITIONAL[min(i, 2)]
+            if name == "device":
                 index = arg.value
-            else:
-                rest.append(arg)
-        device = ctx.device() if index is None else ctx.indexed_device(index)
-        args = [cst.Arg(device), *rest]
-        if rest:
-            args[0] = args[0].with_changes(
-                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-            )
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            elif arg.keyword is not None:
+                rest.append(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            else:  # `.to()` has other arguments at these positions: pass them by keyword
+                rest.append(keyword(name, arg.value))
+        plain_index = index is None or _is_index(index)
+        if index is None or (isinstance(index, cst.Name) and index.value == "None"):
+            device: cst.BaseExpression = ctx.device()
+        else:
+            device = ctx.indexed_device(index)
+        args = [cst.Arg(device)]
+        for arg in rest:
+            args = append_arg(args, arg)
         new = updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=args)
         known = ctx.is_torch_value(func.value)
+        why = "the receiver may not be a tensor or module"
+        if known and not plain_index:
+            why = "the argument may be a torch.device rather than an index"
         return ctx.fix(
             self,
             original,
@@ -61,6 +80,23 @@ class ReplaceCudaMethodRule(MigrationRule):
             updated=updated,
             api="torch.Tensor.cuda" if known else ".cuda",
             message="Move to the prologue device instead of CUDA.",
-            safety="safe" if known else "unsafe",
-            why_unsafe="the receiver may not be a tensor or module",
+            safety="safe" if known and plain_index else "unsafe",
+            why_unsafe=why,
         )
+
+
+_POSITIONAL = ("device", "non_blocking", "memory_format")
+
+
+def _is_index(node: cst.BaseExpression) -> bool:
+    """An integer literal, ``None``, or a name that reads as a device index (``local_rank``)."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Name) and node.value == "None":
+        return True
+    if isinstance(node, cst.Subscript):  # device_ids[0]
+        node = node.value
+    if isinstance(node, cst.Name | cst.Attribute):
+        name = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
+        return any(hint in name for hint in INDEX_NAME_HINTS)
+    return False

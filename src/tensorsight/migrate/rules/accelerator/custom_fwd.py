@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate.rule import MigrationRule
-from tensorsight.migrate.rules._base import keyword
+from tensorsight.migrate.rules._base import append_arg, keyword
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/custom-fwd"
@@ -41,19 +41,21 @@ class ReplaceCustomFwdRule(MigrationRule):
         device = keyword("device_type", ctx.device_type())
         if isinstance(updated.decorator, cst.Call):
             old_args = list(updated.decorator.args)
-            args = (
-                [
-                    device.with_changes(
-                        comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                    ),
-                    *old_args,
-                ]
-                if old_args
-                else [device]
-            )
+            # A keyword may not precede a positional argument (`custom_fwd(fwd)`).
+            at = next((i for i, a in enumerate(old_args) if a.keyword is not None or a.star), None)
+            if at is None:
+                args = append_arg(old_args, device)
+            else:
+                args = [*old_args[:at], _spaced(device), *old_args[at:]]
+                if at > 0:
+                    args[at - 1] = _spaced(args[at - 1])
             call = updated.decorator.with_changes(func=ctx.torch_attr(_NEW[api]), args=args)
         else:
             call = cst.Call(func=ctx.torch_attr(_NEW[api]), args=[device])
         return ctx.fix(
             self, original, updated.with_changes(decorator=call), message="Use torch.amp.", api=api
         )
+
+
+def _spaced(arg: cst.Arg) -> cst.Arg:
+    return arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))

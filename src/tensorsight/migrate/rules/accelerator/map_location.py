@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate.rule import MigrationRule
-from tensorsight.migrate.rules._base import cuda_string, device_expr, keyword
+from tensorsight.migrate.rules._base import append_arg, cuda_string, device_expr, keyword
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/map-location"
@@ -69,21 +69,38 @@ class ReplaceMapLocationRule(MigrationRule):
             args = list(updated.args)
             args[i] = args[i].with_changes(value=fixed)
             return updated.with_changes(args=args)
+        if any(a.star for a in original.args):  # `*args`/`**kwargs` may pass map_location
+            ctx.report(
+                self,
+                original,
+                status="manual",
+                api="torch.load",
+                message="Checkpoints saved on CUDA fail to load without CUDA: pass "
+                "`map_location=_device` (the prologue device) unless the unpacked arguments "
+                "already do.",
+            )
+            return None
         if len(original.args) >= 2 and original.args[1].keyword is None:
             return None  # map_location given positionally and not a CUDA string we know
-        args = list(updated.args)
-        if args:
-            args[-1] = args[-1].with_changes(
-                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-            )
-        new = updated.with_changes(args=[*args, keyword("map_location", ctx.device())])
-        return ctx.fix(
+        added = keyword("map_location", ctx.device())
+        new = updated.with_changes(args=append_arg(updated.args, added))
+        fixed = ctx.fix(
             self,
             original,
             new,
             message="Checkpoints saved on CUDA load onto the prologue device.",
             api="torch.load",
         )
+        if fixed is new:
+            ctx.drift(self, original, _DRIFT, api="torch.load")
+        return fixed
+
+
+_DRIFT = (
+    "Drift: with map_location=_device, tensors saved on the CPU also land on the accelerator "
+    '(before, they stayed on the CPU); load with map_location="cpu" and move what you need '
+    "if the code relies on CPU tensors."
+)
 
 
 def _index(node: cst.BaseExpression) -> str | None:

@@ -19,6 +19,14 @@ RULE_ID = "accelerator/pin-memory"
 DESCRIPTION = "pin_memory=True -> pin_memory=torch.accelerator.is_available(); pin_memory_device."
 
 
+_DRIFT = (
+    "Drift: host memory is now pinned for whichever accelerator is found (a backend without "
+    "pinned-memory support warns and skips it) and never on the CPU, where the original "
+    "warned and did not pin either. Numbers do not change; whether `non_blocking=True` "
+    "copies overlap with compute does."
+)
+
+
 class ReplacePinMemoryRule(MigrationRule):
     """Rewrites ``pin_memory``/``pin_memory_device`` keywords (DataLoader and friends)."""
 
@@ -49,6 +57,8 @@ class ReplacePinMemoryRule(MigrationRule):
             if new is None:
                 continue
             fixed = ctx.fix(self, arg.value, new, message=message, api=f"{name}=")
+            if fixed is new and name == "pin_memory":
+                ctx.drift(self, arg.value, _DRIFT, api="pin_memory=")
             args[i] = args[i].with_changes(value=fixed)
             changed = True
         return updated.with_changes(args=args) if changed else None

@@ -12,7 +12,11 @@ from tensorsight.migrate.rules._base import CallRename
 AVAILABILITY: dict[str, CallRename] = {
     "torch.cuda.is_available": CallRename("accelerator.is_available"),
     "torch.cuda.device_count": CallRename("accelerator.device_count"),
-    "torch.cuda.is_initialized": CallRename("accelerator.is_available"),
+    "torch.cuda.is_initialized": CallRename(
+        "accelerator.is_available",
+        note="Drift: is_initialized() said whether CUDA had been initialized yet (False "
+        "before the first CUDA call); is_available() says whether an accelerator exists.",
+    ),
 }
 
 CURRENT_DEVICE: dict[str, CallRename] = {
@@ -24,11 +28,19 @@ CURRENT_DEVICE: dict[str, CallRename] = {
 SYNCHRONIZE: dict[str, CallRename] = {
     "torch.cuda.synchronize": CallRename("synchronize", "module"),
     "torch.cuda.current_stream": CallRename("current_stream", "module"),
-    "torch.cuda.default_stream": CallRename("current_stream", "module"),
+    "torch.cuda.default_stream": CallRename(
+        "current_stream",
+        "module",
+        note="Drift: inside a `with stream(s):` block this is `s`, not the default stream; "
+        "work queued on it no longer synchronizes with the default stream.",
+    ),
     "torch.cuda.stream": CallRename("stream", "module"),
     "torch.cuda.Stream": CallRename("Stream", "ctor"),
     "torch.cuda.Event": CallRename(
-        "Event", "ctor", note="Timing events (`elapsed_time`) need an accelerator."
+        "Event",
+        "ctor",
+        note="Drift: on the CPU an Event records no time: `elapsed_time` raises there, so "
+        "timing code needs an accelerator.",
     ),
 }
 
@@ -50,15 +62,23 @@ MEMORY: dict[str, CallRename] = {
     "torch.cuda.mem_get_info": CallRename("accelerator.get_memory_info", "guarded", "(0, 0)"),
 }
 
+_SEED_DRIFT = (
+    "Drift: this also seeds the CPU generator{every}, so CPU random numbers drawn afterwards "
+    "(weight init, shuffling, CPU dropout) change too (broader seeding); and each device type "
+    "has its own random stream, so another device never reproduces CUDA's random numbers."
+)
+
 SEEDING: dict[str, CallRename] = {
     "torch.cuda.manual_seed": CallRename(
-        "manual_seed", note="Drift: this also seeds the CPU and every device (broader seeding)."
+        "manual_seed", note=_SEED_DRIFT.format(every=" and every device, not only the current one")
     ),
-    "torch.cuda.manual_seed_all": CallRename(
-        "manual_seed", note="Drift: this also seeds the CPU generator (broader seeding)."
+    "torch.cuda.manual_seed_all": CallRename("manual_seed", note=_SEED_DRIFT.format(every="")),
+    "torch.cuda.seed": CallRename(
+        "seed", note=_SEED_DRIFT.format(every="").replace("seeds", "reseeds", 1)
     ),
-    "torch.cuda.seed": CallRename("seed", note="Drift: this also reseeds the CPU generator."),
-    "torch.cuda.seed_all": CallRename("seed", note="Drift: this also reseeds the CPU generator."),
+    "torch.cuda.seed_all": CallRename(
+        "seed", note=_SEED_DRIFT.format(every="").replace("seeds", "reseeds", 1)
+    ),
 }
 
 #: Legacy typed tensors -> dtype.

@@ -1,0 +1,130 @@
+"""The default run migrates the common case: ``.cuda()`` on tensors and modules by
+construction is a safe fix; unknown receivers stay listed as manual."""
+
+import torch
+
+from tensorsight.migrate import migrate
+from tensorsight.migrate._values import scan_module_classes
+from tensorsight.migrate.rules.accelerator.cuda_method import RULE_ID, ReplaceCudaMethodRule
+from tests.migrate._util import check, run
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Trainer:
+    def __init__(self):
+        self.model = Net().cuda()
+
+    def step(self, x):
+        return self.model.cuda()(x)
+
+
+def train(model, train_loader):
+    for i, (data, target) in enumerate(train_loader):
+        data, target = data.cuda(non_blocking=True), target.cuda()
+        loss = nn.functional.cross_entropy(model(data), target)
+    for batch in train_loader:
+        x, y = batch
+        x = x.cuda()
+        first = batch[0].cuda()
+    return loss
+
+
+ds = TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,)))
+train_loader = DataLoader(ds, batch_size=4)
+model = Net().cuda()
+head = nn.Linear(2, 2).cuda()
+weights = torch.load(PATH, weights_only=True).cuda()
+for p in model.parameters():
+    p.data = p.data.cuda()
+for name, buf in model.named_buffers():
+    buf.cuda()
+loss = train(model, train_loader)
+t = Trainer()
+out = t.step(torch.randn(2, 4).cuda())
+device_ids = [0]
+labels = torch.zeros(3, dtype=torch.int64).random_(2).cuda(device_ids[0])
+"""
+
+
+def test_default_run_rewrites_tensors_and_modules_by_construction(tmp_path):
+    weights = tmp_path / "w.pt"
+    torch.save(torch.ones(2), weights)
+    out = run(ReplaceCudaMethodRule, SCRIPT.replace("PATH", repr(str(weights))))
+    cuda_sites = [s for s in out.sites if s.rule_id == RULE_ID]
+    assert len(cuda_sites) == 13
+    assert [s for s in cuda_sites if s.status != "rewritten"] == []
+    assert ".cuda(" not in out.new_code
+    # and the migrated script runs on this CPU-only machine
+    namespace: dict[str, object] = {}
+    exec(compile(out.new_code, "train.py", "exec"), namespace)
+    assert namespace["out"].shape == (2, 2)  # type: ignore[attr-defined]
+
+
+def test_unknown_receivers_stay_listed():
+    out = check(
+        ReplaceCudaMethodRule,
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, collate_fn=my_collate)
+        for batch in loader:
+            batch = batch.cuda()
+        thing = make_thing().cuda()
+        def f(model):
+            return model.cuda()
+        """,
+        None,
+        statuses=[(RULE_ID, "manual")] * 3,
+    )
+    assert all(s.safety == "unsafe" for s in out.sites)
+
+
+def test_a_name_also_assigned_from_elsewhere_is_not_a_loader():
+    check(
+        ReplaceCudaMethodRule,
+        """\
+        import torch
+        loader = torch.utils.data.DataLoader(ds)
+        loader = wrap(loader)
+        for x in loader:
+            x.cuda()
+        """,
+        None,
+        statuses=[(RULE_ID, "manual")],
+    )
+
+
+def test_project_scan_follows_bases_across_files_and_refuses_clashes():
+    classes = scan_module_classes(
+        [
+            b"import torch.nn as nn\nclass Base(nn.Module):\n    pass\n",
+            b"from .base import Base\nclass ResNet(\n    Base,\n):\n    pass\n",
+            b"class Tool:\n    pass\nclass Block(torch.nn.Sequential): pass\n",
+            b"class Tool(nn.Module): pass\n",  # two different `Tool`s: not safe
+        ]
+    )
+    assert classes == {"Base", "ResNet", "Block"}
+
+
+def test_module_class_of_another_file_is_safe_in_a_project(tmp_path):
+    (tmp_path / "models.py").write_text("import torch.nn as nn\nclass Net(nn.Module):\n    pass\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom models import Net\nnet = Net()\nnet.cuda()\nother.cuda()\n"
+    )
+    report = migrate(tmp_path, workers=1)
+    by_line = {s.line: s for s in report.sites if s.file == "train.py"}
+    assert (by_line[4].status, by_line[4].safety) == ("rewritten", "safe")
+    assert by_line[5].status == "manual"
