@@ -18,6 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from tensorsight.migrate._prescan import Prescan
 from tensorsight.migrate.model import Changed, Failed, FileResult, Skipped, Unchanged
 from tensorsight.migrate.rulesets import RuleSet, load_ruleset
 from tensorsight.migrate.selfcheck import check_introduced
@@ -89,8 +90,19 @@ def _ruleset(name: str) -> RuleSet:
     return load_ruleset(name)
 
 
-def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
-    """Migrate one file; never raises (errors become :class:`Failed`)."""
+@lru_cache(maxsize=8)
+def _prescan(name: str) -> Prescan:
+    return Prescan(rule.needs() for rule in _ruleset(name).rules)
+
+
+def migrate_file(job: Job, target: str, unsafe_fixes: bool, *, prescan: bool = True) -> FileResult:
+    """Migrate one file; never raises (errors become :class:`Failed`).
+
+    With ``prescan`` (the default), a file whose tokens meet no rule's need
+    (:mod:`._prescan`) is :class:`Unchanged` without being parsed; without it every
+    non-empty file is parsed (the same results, for files that parse: a check of the
+    pre-scan).
+    """
     try:
         data = Path(job.path).read_bytes()
     except OSError as exc:
@@ -109,7 +121,7 @@ def migrate_file(job: Job, target: str, unsafe_fixes: bool) -> FileResult:
             f"is not valid UTF-8 (or its declared encoding){detail}; save it as UTF-8 and retry.",
         )
     ruleset = _ruleset(target)
-    if not code.strip() or not any(t in code for t in ruleset.triggers):
+    if not code.strip() or (prescan and not _prescan(target).wanted(code)):
         return Unchanged(job.rel)
     try:
         result = migrate_source(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string
 from tensorsight.migrate.transform import RuleContext
 
@@ -31,6 +31,10 @@ class ReplaceAutocastRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = (
+        Need.api("torch.cuda.amp.autocast"),
+        Need(names=("torch", "autocast"), strings=("cuda",)),
+    )
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

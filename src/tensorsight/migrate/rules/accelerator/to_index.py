@@ -12,15 +12,24 @@ Example::
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from tensorsight.migrate.model import Safety
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/to-index"
 DESCRIPTION = "x.to(int) and device=int -> torch.device(_device.type, int)."
+
+#: A device slot (``device=`` or the first argument of ``to(``) holding a number or a name
+#: with an index hint; backslash continuations and parentheses may come between.
+_SLOT = (
+    r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*"
+    r"(?:\d|(?i:[\w.\s\\]*(?:" + "|".join(map(re.escape, INDEX_NAME_HINTS)) + r")))"
+)
 
 
 class ReplaceDeviceIndexRule(MigrationRule):
@@ -29,6 +38,7 @@ class ReplaceDeviceIndexRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("to(", "device")
+    TOKENS = (Need(code=_SLOT),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext
