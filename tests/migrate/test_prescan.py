@@ -227,3 +227,17 @@ def test_lexer_reads_strings_inside_fstring_fields_and_triple_quotes():
 
 def test_lexer_normalises_unicode_identifiers_as_python_does():
     assert "cuda" in lex("x.\uff43uda()\n").names  # fullwidth c
+
+
+def test_confirm_runs_only_where_the_cheap_fields_hold_and_decides():
+    seen: list[str] = []
+
+    def has_int_rank(text: str) -> bool:
+        seen.append(text)
+        return "rank = 0" in text
+
+    scan = Prescan([(Need(code=r"\bto\s*\(\s*[^\W\d]", confirm=has_int_rank),)])
+    assert scan.wanted("rank = 0\nx.to(rank)\n")
+    assert not scan.wanted("rank = f()\nx.to(rank)\n")
+    assert not scan.wanted("x = 1\n")  # no `.to(name)`: confirm is not even asked
+    assert seen == ["rank = 0\nx.to(rank)\n", "rank = f()\nx.to(rank)\n"]

@@ -24,7 +24,9 @@ Why a skipped file is one no rule could change or report: rules match
   escapes and reads the literal text of f-strings as the rules do, strings nested in
   f-string replacement fields included;
 - node shapes (``.to(0)``, ``device=local_rank``): a regular expression over the code with
-  comments removed and plain string literals emptied (``Need.code``).
+  comments removed and plain string literals emptied (``Need.code``);
+- anything else (facts of a whole-file analysis): ``Need.confirm``, a costlier test of the
+  text (an ``ast`` pass, say) that runs only where the cheap fields already hold.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["Lexed", "Need", "Prescan", "lex"]
@@ -66,6 +68,9 @@ class Need:
         code: A regular expression that must match the code with comments removed and
             plain string literals emptied (``'...'`` becomes ``''``; f-strings are kept,
             their replacement fields are code).
+        confirm: Called with the file's text when the fields above hold; it must return
+            true whenever the rule could match (e.g. a check of ``ast`` facts). It runs
+            last, so the cheap fields should narrow the files it sees.
 
     Example:
         >>> Need.api("torch.cuda.synchronize").names
@@ -75,6 +80,7 @@ class Need:
     names: tuple[str, ...] = ()
     strings: tuple[str, ...] = ()
     code: str | None = None
+    confirm: Callable[[str], bool] | None = None
     _regex: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -96,7 +102,9 @@ class Need:
         for prefix in self.strings:
             if not any(s is None or s.startswith(prefix) for s in lexed.strings):
                 return False
-        return self._regex is None or self._regex.search(lexed.code) is not None
+        if self._regex is not None and self._regex.search(lexed.code) is None:
+            return False
+        return self.confirm is None or self.confirm(lexed.text)
 
 
 @dataclass(frozen=True)
@@ -109,12 +117,14 @@ class Lexed:
             ``None`` for a literal whose value could not be worked out (matches any prefix).
         code: The text with comments removed and plain string literals emptied.
         unsure: The lexer met something it cannot split reliably; the file must be parsed.
+        text: The text as given.
     """
 
     names: frozenset[str]
     strings: tuple[str | None, ...]
     code: str
     unsure: bool
+    text: str = ""
 
 
 def lex(text: str) -> Lexed:
@@ -160,7 +170,7 @@ def lex(text: str) -> Lexed:
     names = set(_IDENT.findall(code))
     if not code.isascii():
         names.update(unicodedata.normalize("NFKC", n) for n in list(names) if not n.isascii())
-    return Lexed(frozenset(names), tuple(strings), code, unsure)
+    return Lexed(frozenset(names), tuple(strings), code, unsure, text)
 
 
 def _value(literal: str) -> str | None:
