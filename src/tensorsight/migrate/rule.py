@@ -12,12 +12,17 @@ it found through ``ctx`` (:class:`RuleContext`): :meth:`RuleContext.fix` applies
 (or an unsafe one when ``--unsafe-fixes`` is on, else records it as ``manual``);
 :meth:`RuleContext.report` records a site without changing code.
 
+A rule declares in ``TOKENS`` what a file must contain for the rule to match anything in
+it (:class:`~tensorsight.migrate._prescan.Need`); files that meet no rule's need are never
+parsed (:mod:`._prescan`). A rule without ``TOKENS`` makes every file be parsed.
+
 Example:
     A rule that rewrites ``torch.cuda.is_available()``::
 
         class ReplaceAvailabilityRule(MigrationRule):
             RULE_ID = "accelerator/availability"
             DESCRIPTION = "torch.cuda.is_available() -> torch.accelerator.is_available()"
+            TOKENS = (Need.api("torch.cuda.is_available"),)
 
             def leave_Call(self, original, updated, ctx):
                 if ctx.qname(original.func) != "torch.cuda.is_available":
@@ -32,10 +37,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from tensorsight.migrate._prescan import Need
+
 if TYPE_CHECKING:
     from tensorsight.migrate.transform import RuleContext
 
-__all__ = ["DOCS_BASE", "HOOKS", "MigrationRule", "overrides"]
+__all__ = ["DOCS_BASE", "HOOKS", "MigrationRule", "Need", "overrides"]
 
 DOCS_BASE = "https://github.com/tensorsight/tensorsight/blob/main/docs/migrate.md"
 
@@ -46,13 +53,23 @@ class MigrationRule:
     Class attributes:
         RULE_ID: Stable public id, ``"<ruleset>/<kebab-name>"``; appears in reports.
         DESCRIPTION: One line for the rule reference and ``--help``.
-        TRIGGERS: Substrings of which at least one must occur in a file for the rule to
-            matter; a file containing none of any rule's triggers is not even parsed.
+        TRIGGERS: Substrings of which at least one must occur in a top-level statement's
+            lines (or a local alias of a watched API) for the rule to visit it.
+        TOKENS: The file pre-scan: the rule can match something in a file only if the file
+            meets one of these :class:`Need` values. ``None`` (the default): unknown, every
+            file is parsed. ``()``: the rule never acts alone (it only adds to what other
+            rules found).
     """
 
     RULE_ID: ClassVar[str] = ""
     DESCRIPTION: ClassVar[str] = ""
     TRIGGERS: ClassVar[tuple[str, ...]] = ("cuda",)
+    TOKENS: ClassVar[tuple[Need, ...] | None] = None
+
+    @classmethod
+    def needs(cls) -> tuple[Need, ...] | None:
+        """What the file pre-scan looks for: ``TOKENS``; table-driven rules derive it."""
+        return cls.TOKENS
 
     @classmethod
     def doc_url(cls) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from tensorsight.migrate._prescan import Prescan
 from tensorsight.migrate._values import scan_module_classes
 from tensorsight.migrate.model import Changed, Failed, FileResult, Site, Skipped, Unchanged
 from tensorsight.migrate.rulesets import RuleSet, load_ruleset
@@ -97,6 +98,11 @@ def _ruleset(name: str) -> RuleSet:
     return load_ruleset(name)
 
 
+@lru_cache(maxsize=8)
+def _prescan(name: str) -> Prescan:
+    return Prescan(rule.needs() for rule in _ruleset(name).rules)
+
+
 def project_module_classes(jobs: Sequence[Job]) -> frozenset[str]:
     """The ``nn.Module`` subclasses defined anywhere in ``jobs`` (unreadable files skipped)."""
 
@@ -111,11 +117,20 @@ def project_module_classes(jobs: Sequence[Job]) -> frozenset[str]:
 
 
 def migrate_file(
-    job: Job, target: str, unsafe_fixes: bool, module_classes: frozenset[str] = frozenset()
+    job: Job,
+    target: str,
+    unsafe_fixes: bool,
+    module_classes: frozenset[str] = frozenset(),
+    *,
+    prescan: bool = True,
 ) -> FileResult:
     """Migrate one file; never raises (errors become :class:`Failed`).
 
     ``module_classes``: the project's ``nn.Module`` subclasses (:func:`project_module_classes`).
+    With ``prescan`` (the default), a file whose tokens meet no rule's need
+    (:mod:`._prescan`) is :class:`Unchanged` without being parsed; without it every
+    non-empty file is parsed (the same results, for files that parse: a check of the
+    pre-scan).
     """
     try:
         data = Path(job.path).read_bytes()
@@ -135,7 +150,7 @@ def migrate_file(
             f"is not valid UTF-8 (or its declared encoding){detail}; save it as UTF-8 and retry.",
         )
     ruleset = _ruleset(target)
-    if not code.strip() or not any(t in code for t in ruleset.triggers):
+    if not code.strip() or (prescan and not _prescan(target).wanted(code)):
         return Unchanged(job.rel)
     try:
         result = migrate_source(

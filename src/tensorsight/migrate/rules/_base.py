@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 __all__ = [
@@ -54,6 +54,13 @@ class RenameCallRule(MigrationRule):
     """Rewrites every call whose qualified callee is a key of ``TABLE``."""
 
     TABLE: ClassVar[dict[str, CallRename]] = {}
+
+    @classmethod
+    def needs(cls) -> tuple[Need, ...] | None:
+        """``TOKENS`` if given, else one :meth:`Need.api` per ``TABLE`` key."""
+        if cls.TOKENS is not None:
+            return cls.TOKENS
+        return tuple(Need.api(api) for api in cls.TABLE)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

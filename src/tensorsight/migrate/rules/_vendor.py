@@ -8,7 +8,7 @@ from typing import ClassVar
 import libcst as cst
 
 from tensorsight.migrate.model import Status
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 __all__ = ["EnvVarRule", "Float64Rule"]
@@ -30,6 +30,13 @@ class EnvVarRule(MigrationRule):
     """
 
     TABLE: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def needs(cls) -> tuple[Need, ...] | None:
+        """``TOKENS`` if given, else a string literal starting with a ``TABLE`` key."""
+        if cls.TOKENS is not None:
+            return cls.TOKENS
+        return tuple(Need(strings=(name,)) for name in cls.TABLE)
 
     def _rename(
         self, ctx: RuleContext, original: cst.BaseExpression, updated: cst.BaseExpression
@@ -85,6 +92,7 @@ class Float64Rule(MigrationRule):
     STATUS: ClassVar[Status] = "kept"
     MESSAGE: ClassVar[str] = ""
     TRIGGERS = ("float64", "double")
+    TOKENS = (Need.api("torch.float64"), Need(names=("double",)))
 
     def leave_Attribute(
         self, original: cst.Attribute, updated: cst.Attribute, ctx: RuleContext

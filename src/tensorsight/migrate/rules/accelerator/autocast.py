@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, cuda_string, keyword
 from tensorsight.migrate.transform import RuleContext
 
@@ -39,6 +39,10 @@ class ReplaceAutocastRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = (
+        Need.api("torch.cuda.amp.autocast"),
+        Need(names=("torch", "autocast"), strings=("cuda",)),
+    )
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

@@ -27,7 +27,7 @@ import libcst as cst
 
 from tensorsight.migrate._flow import argparse_dest, cst_slot
 from tensorsight.migrate.model import Safety
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/backend-flow"
@@ -85,6 +85,7 @@ class FollowBackendRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("nccl",)
+    TOKENS = (Need(strings=("nccl",)),)
 
     def _backend(self, ctx: RuleContext) -> cst.Call:
         return cst.Call(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import KNOBS
 from tensorsight.migrate.transform import RuleContext
 
@@ -26,6 +26,7 @@ class ReplaceBackendKnobsRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("cudnn", "allow_tf32")
+    TOKENS = tuple(Need.api(api) for api in (*KNOBS, _TF32))
 
     def leave_Assign(
         self, original: cst.Assign, updated: cst.Assign, ctx: RuleContext

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, keyword
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
 from tensorsight.migrate.transform import RuleContext
@@ -29,6 +29,7 @@ class ReplaceCudaMethodRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = (Need(names=("cuda",)),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

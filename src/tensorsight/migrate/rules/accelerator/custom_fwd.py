@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, keyword
 from tensorsight.migrate.transform import RuleContext
 
@@ -29,6 +29,7 @@ class ReplaceCustomFwdRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = tuple(Need.api(api) for api in _NEW)
 
     def leave_Decorator(
         self, original: cst.Decorator, updated: cst.Decorator, ctx: RuleContext

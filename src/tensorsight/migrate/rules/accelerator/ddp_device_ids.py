@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/ddp-device-ids"
@@ -47,6 +47,7 @@ class GuardDdpDeviceIdsRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("device_ids", "output_device", "DistributedDataParallel")
+    TOKENS = tuple(Need.api(api) for api in _DDP)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

@@ -21,7 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate._flow import cst_slot, format_fields_are_positional
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string, device_expr
 from tensorsight.migrate.rules.accelerator.backend_flow import has_choice, option_dest, with_choice
 from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
@@ -94,6 +94,7 @@ class FollowDeviceStringsRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("cuda", "map_location")
+    TOKENS = (Need(strings=("cuda",)),)  # every followed value starts as a CUDA string
 
     def _is_device_slot(self, ctx: RuleContext, slot: str | None) -> bool:
         flow = ctx.flow

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string, device_expr
 from tensorsight.migrate.transform import RuleContext
 
@@ -32,6 +32,7 @@ class ReplaceDeviceStringsRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = (Need(strings=("cuda",)),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

@@ -31,7 +31,7 @@ import libcst as cst
 
 from tensorsight.migrate._flow import cst_slot
 from tensorsight.migrate.model import Safety
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext, code_of
 
 RULE_ID = "accelerator/device-type-tests"
@@ -86,6 +86,7 @@ class ReplaceDeviceTypeTestsRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("cuda",)
+    TOKENS = (Need(strings=("cuda",)),)
 
     def __init__(self) -> None:
         self._tests: dict[int, cst.BaseExpression] = {}  # original comparison -> its fix

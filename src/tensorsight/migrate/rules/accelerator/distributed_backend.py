@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/distributed-backend"
@@ -32,6 +32,7 @@ class ReplaceDistributedBackendRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("nccl",)
+    TOKENS = (Need(strings=("nccl",)),)
 
     def _backend(self, ctx: RuleContext) -> cst.Call:
         return cst.Call(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/fused-optimizers"
@@ -31,6 +31,7 @@ class ReportFusedOptimizersRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("fused",)
+    TOKENS = (Need(names=("fused",)),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

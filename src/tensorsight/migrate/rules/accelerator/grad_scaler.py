@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.autocast import _replace_device_arg
 from tensorsight.migrate.transform import RuleContext
 
@@ -23,6 +23,10 @@ class ReplaceGradScalerRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = (
+        Need.api("torch.cuda.amp.GradScaler"),
+        Need(names=("torch", "amp", "GradScaler"), strings=("cuda",)),
+    )
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/is-cuda"
@@ -22,6 +22,7 @@ class ReplaceIsCudaRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("is_cuda",)
+    TOKENS = (Need(names=("is_cuda",)),)
 
     def leave_Attribute(
         self, original: cst.Attribute, updated: cst.Attribute, ctx: RuleContext

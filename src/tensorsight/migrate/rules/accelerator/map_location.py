@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, cuda_string, device_expr, keyword
 from tensorsight.migrate.transform import RuleContext
 
@@ -27,6 +27,7 @@ class ReplaceMapLocationRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("torch.load", "load(")
+    TOKENS = (Need.api("torch.load"),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

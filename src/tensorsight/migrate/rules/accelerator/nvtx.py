@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import NVTX, NVTX_MANUAL
 from tensorsight.migrate.transform import RuleContext
 
@@ -24,6 +24,7 @@ class ReplaceNvtxRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("nvtx",)
+    TOKENS = tuple(Need.api(api) for api in (*NVTX, *NVTX_MANUAL))
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

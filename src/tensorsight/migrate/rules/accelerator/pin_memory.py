@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string
 from tensorsight.migrate.transform import RuleContext
 
@@ -33,6 +33,10 @@ class ReplacePinMemoryRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("pin_memory",)
+    TOKENS = (
+        Need(names=("pin_memory", "True")),
+        Need(names=("pin_memory_device",), strings=("cuda",)),
+    )
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

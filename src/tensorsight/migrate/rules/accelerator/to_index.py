@@ -14,16 +14,39 @@ Example::
 
 from __future__ import annotations
 
+import ast
+import re
+
 import libcst as cst
 
-from tensorsight.migrate._flow import cst_slot
+from tensorsight.migrate._flow import collect_flow, cst_slot
 from tensorsight.migrate.model import Safety
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/to-index"
 DESCRIPTION = "x.to(int) and device=int -> torch.device(_device.type, int)."
+
+#: A device slot (``device=`` or the first argument of ``to(``) holding a number or a name
+#: with an index hint; backslash continuations and parentheses may come between.
+_SLOT = (
+    r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*"
+    r"(?:\d|(?i:[\w.\s\\]*(?:" + "|".join(map(re.escape, INDEX_NAME_HINTS)) + r")))"
+)
+
+#: A device slot holding any name: fixed when every assignment of the name is an integer.
+_NAMED_SLOT = r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*[^\W\d]"
+
+
+def _has_index_names(text: str) -> bool:
+    """Whether the file assigns some name only integers (:attr:`FlowFacts.index_slots`);
+    true when it does not parse (the parser then reports it)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return True
+    return bool(collect_flow(tree).index_slots)
 
 
 class ReplaceDeviceIndexRule(MigrationRule):
@@ -32,6 +55,7 @@ class ReplaceDeviceIndexRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("to(", "device")
+    TOKENS = (Need(code=_SLOT), Need(code=_NAMED_SLOT, confirm=_has_index_names))
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

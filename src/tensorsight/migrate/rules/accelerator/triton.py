@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/triton"
@@ -21,6 +21,7 @@ class ReportTritonKernelsRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("triton",)
+    TOKENS = (Need.api("triton.jit"), Need.api("triton.autotune"))
 
     def leave_Decorator(
         self, original: cst.Decorator, updated: cst.Decorator, ctx: RuleContext

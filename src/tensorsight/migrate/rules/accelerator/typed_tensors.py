@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import keyword
 from tensorsight.migrate.rules.accelerator.tables import TYPED_TENSORS
 from tensorsight.migrate.transform import RuleContext
@@ -35,6 +35,7 @@ class ReplaceTypedTensorsRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("Tensor",)
+    TOKENS = tuple(Need.api(f"torch.cuda.{name}") for name in TYPED_TENSORS)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/unmapped"
@@ -26,6 +26,7 @@ class ReportUnmappedCudaRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = (Need.api("torch.cuda"),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import UNSUPPORTED
 from tensorsight.migrate.transform import RuleContext
 
@@ -19,6 +19,7 @@ class ReportUnsupportedRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = tuple(Need.api(api) for api in UNSUPPORTED)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

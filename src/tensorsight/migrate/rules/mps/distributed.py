@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "mps/distributed"
@@ -17,6 +17,7 @@ class ReportDistributedMpsRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("init_process_group",)
+    TOKENS = (Need.api("torch.distributed.init_process_group"),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext

@@ -21,6 +21,7 @@ class AddTorchNpuImportRule(MigrationRule):
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
+    TOKENS = ()  # acts only where another rule found something
 
     def leave_Module(self, original: cst.Module, ctx: RuleContext) -> None:
         if "torch_npu" in ctx.facts.names or not ctx.findings:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate.rule import MigrationRule
+from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "npu/jit-script"
@@ -22,6 +22,7 @@ class WarnJitScriptRule(MigrationRule):
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("script",)
+    TOKENS = (Need.api("torch.jit.script"),)
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext
