@@ -248,6 +248,8 @@ def test_planted_bug_is_the_first_divergence_in_statistics_mode(
     assert op in first.op, (plant, first.op)
     assert first.direction == direction, (plant, first)
     assert first.module_path.endswith(module), (plant, first.module_path)
+    if plant == "eps":  # the recorded arguments name the bug
+        assert "its arguments differ: eps=1e-05 (bench) vs eps=1 (target)" in first.reason
 
 
 def test_sign_like_adam_updates_are_inherited_not_errors(runs: dict[str, Path]) -> None:
@@ -323,6 +325,8 @@ def test_planted_bug_is_the_first_divergence(
         assert "first-nan" in mechanisms
     if plant == "scale":
         assert "scale-error" in mechanisms
+    if plant == "eps":
+        assert "its arguments differ: eps=1e-05 (bench) vs eps=1 (target)" in first.reason
     if plant == "backward":  # the gradient comes from the wrong backward's multiplication
         assert "aten.mul.Tensor" in first.reason
 

@@ -399,6 +399,15 @@ class JudgeState:
     errors: dict[tuple[int, str], float] = field(default_factory=dict)
     origin: Callable[[int, int | None, str], Origin] | None = None
     reproduce: Callable[[int, int | None, str], Reproduction | None] | None = None
+    # which non-tensor arguments the two calls of a paired op were given differently
+    arguments: Callable[[int, int | None], str | None] | None = None
+
+    def argument_note(self, row: OpComparison) -> str:
+        """``"; its arguments differ: eps=..."`` for an error reason, or ``""``."""
+        if self.arguments is None or row.index is None or row.index_target is None:
+            return ""
+        diff = self.arguments(row.index, row.index_target)
+        return f"; its arguments differ: {diff}" if diff else ""
 
     def note_one_sided(self, op: str, rows: Sequence[OpComparison]) -> None:
         """Remember ``op`` when every row of it exists on one side only (and it is no cast)."""
@@ -555,7 +564,7 @@ class BudgetProfile:
                     "not of the counterpart of its bench producer, so the data flows part there"
                 )
             if produced:
-                hints.append("the op itself differs")
+                hints.append("the op itself differs" + state.argument_note(row))
             elif state.one_sided:
                 n = len(state.one_sided)
                 hints.append(
@@ -675,7 +684,7 @@ class BudgetProfile:
             why = "its inputs agree, so the difference starts here"
         reason = (
             f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)}: "
-            f"this op adds error ({why})."
+            f"this op adds error ({why}){state.argument_note(row)}."
         )
         return row.with_verdict(Verdict("error", reason, budget, e))
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from tensorsight.capture.reader import Dump, DumpStep, read_dump
 from tensorsight.capture.schema import OpRecord, TensorRecord
+from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
@@ -338,6 +339,7 @@ def _compare_rank(
     state = JudgeState(
         origin=Origins(bs.ops, ts.ops, _mates(pairs)),
         reproduce=Reproducer(bs, ts, {op.index: op for op in bs.ops}),
+        arguments=_Arguments(bs.ops, ts.ops),
     )
     groups: list[tuple[int, int]] = []
     i = 0
@@ -365,6 +367,22 @@ def _compare_rank(
     out: list[OpComparison] = [r for i, _ in groups for r in judged[i]]
     measure.resolve_layout(out)
     return out
+
+
+class _Arguments:
+    """:func:`~tensorsight.compare._argdiff.argument_difference` of paired ops by index."""
+
+    def __init__(self, bench: Sequence[OpRecord], target: Sequence[OpRecord]) -> None:
+        self._bench = {op.index: op.args for op in bench if op.args}
+        self._target = {op.index: op.args for op in target if op.args}
+
+    def __call__(self, index: int, index_target: int | None) -> str | None:
+        if index_target is None:
+            return None
+        b, t = self._bench.get(index), self._target.get(index_target)
+        if b is None or t is None or b == t:
+            return None
+        return argument_difference(parse_args(b), parse_args(t))
 
 
 def _mates(pairs: Sequence[OpPair]) -> dict[int, int]:
