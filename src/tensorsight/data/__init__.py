@@ -26,6 +26,7 @@ from tensorsight.data.comparisons import (
     RowQuery,
 )
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
+from tensorsight.data.hparams import RunHParams
 from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.memory import InMemoryProvider
 from tensorsight.data.provider import (
@@ -66,6 +67,7 @@ __all__ = [
     "ReplayInfo",
     "RowPage",
     "RowQuery",
+    "RunHParams",
     "RunInfo",
     "ScalarSeries",
     "SideOp",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
+from tensorsight.data.hparams import RunHParams, fold_hparams_runs, merge_hparams
 from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.provider import (
     DataProvider,
@@ -93,6 +94,7 @@ class LogdirProvider(DataProvider):
         self._logdir.reload(progress=progress)  # progress: files read so far
         self._generation = 0
         self._runs: list[RunInfo] = []
+        self._where: dict[tuple[str, str, str], str] = {}
         self._index()
 
     @property
@@ -117,18 +119,37 @@ class LogdirProvider(DataProvider):
             return changed
 
     def _count(self, run: str, kind: str, tag: str) -> int:
+        run = self._src(run, kind, tag)
         if kind == "scalars":
             return len(self._logdir.scalars(run, tag))
         return len(getattr(self._logdir, kind)(run, tag))
 
+    def _src(self, run: str, kind: str, tag: str) -> str:
+        """The stored run that holds ``tag`` of a shown (possibly folded) run."""
+        return self._where.get((run, kind, tag), run)
+
     def _index(self) -> None:
         max_tags = self._limits.max_tags_per_run
         runs = []
-        for run in self._logdir.runs:
+        # add_hparams sub-runs fold into their parent (tensorsight.data.hparams)
+        folds = fold_hparams_runs(
+            self._logdir.runs, lambda r: bool(self._logdir.tags(r).get("hparams"))
+        )
+        where: dict[tuple[str, str, str], str] = {}
+        self._where = where
+        for run, sources in folds.items():
+            merged: dict[str, list[str]] = {}
+            for src in sources:
+                for kind, names in self._logdir.tags(src).items():
+                    have = merged.setdefault(kind, [])
+                    for t in names:
+                        if t not in have:
+                            have.append(t)
+                            if src != run:
+                                where[(run, kind, t)] = src
             tags: dict[str, tuple[str, ...]] = {}
             dropped: dict[str, int] = {}
-            for kind, names in self._logdir.tags(run).items():
-                names = list(names)
+            for kind, names in merged.items():
                 if max_tags is not None and len(names) > max_tags:
                     dropped[f"{kind} tags over the {max_tags}-tag limit (hidden)"] = (
                         len(names) - max_tags
@@ -143,15 +164,17 @@ class LogdirProvider(DataProvider):
                     if full:
                         key = f"{kind} tags at the {cap}-value limit (older values dropped)"
                         dropped[key] = full
-            info = self._logdir.run_info(run)
+            infos = [self._logdir.run_info(src) for src in sources]
+            firsts = [i.first_wall_time for i in infos if i.first_wall_time is not None]
+            lasts = [i.last_wall_time for i in infos if i.last_wall_time is not None]
             runs.append(
                 RunInfo(
                     run,
-                    info.first_wall_time,
-                    info.last_wall_time,
+                    min(firsts) if firsts else None,
+                    max(lasts) if lasts else None,
                     tags,
                     dropped,
-                    is_active=info.is_active,
+                    is_active=any(i.is_active for i in infos),
                 )
             )
         self._runs = runs
@@ -162,12 +185,12 @@ class LogdirProvider(DataProvider):
 
     def read_scalars(self, run: str, tag: str) -> ScalarSeries:
         with self._lock:
-            s = self._logdir.scalars(run, tag)
+            s = self._logdir.scalars(self._src(run, "scalars", tag), tag)
         return ScalarSeries(run, tag, s.steps, s.wall_times, s.values)
 
     def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
         with self._lock:
-            records = list(self._logdir.histograms(run, tag))
+            records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
         return [
             HistogramRecord(
                 step=int(r.step),
@@ -188,7 +211,7 @@ class LogdirProvider(DataProvider):
 
     def read_images(self, run: str, tag: str) -> list[ImageRecord]:
         with self._lock:
-            records = list(self._logdir.images(run, tag))
+            records = list(self._logdir.images(self._src(run, "images", tag), tag))
         max_bytes = self._limits.max_blob_bytes
         return [
             ImageRecord(
@@ -206,7 +229,7 @@ class LogdirProvider(DataProvider):
 
     def read_text(self, run: str, tag: str) -> list[TextRecord]:
         with self._lock:
-            records = list(self._logdir.text(run, tag))
+            records = list(self._logdir.text(self._src(run, "text", tag), tag))
         return [TextRecord(int(r.step), float(r.wall_time), _text(r)) for r in records]
 
     def read_graph(self, run: str, tag: str) -> ModelGraph:
@@ -218,7 +241,7 @@ class LogdirProvider(DataProvider):
             return cache[key]
         with self._lock:
             try:
-                g = self._logdir.graph(run, tag)
+                g = self._logdir.graph(self._src(run, "graphs", tag), tag)
             except UsageError:
                 raise KeyError(tag) from None
         if g is None:
@@ -246,7 +269,7 @@ class LogdirProvider(DataProvider):
 
         with self._lock:
             try:
-                records = list(self._logdir.tensors(run, tag))
+                records = list(self._logdir.tensors(self._src(run, "tensors", tag), tag))
             except UsageError:
                 raise KeyError(tag) from None
         out = []
@@ -261,7 +284,7 @@ class LogdirProvider(DataProvider):
 
         with self._lock:
             try:
-                records = list(self._logdir.data_graphs(run, tag))
+                records = list(self._logdir.data_graphs(self._src(run, "data_graphs", tag), tag))
             except UsageError:
                 raise KeyError(tag) from None
         return [
@@ -274,7 +297,7 @@ class LogdirProvider(DataProvider):
 
         with self._lock:
             try:
-                records = list(self._logdir.landscapes(run, tag))
+                records = list(self._logdir.landscapes(self._src(run, "landscapes", tag), tag))
             except UsageError:
                 raise KeyError(tag) from None
         return [
@@ -283,6 +306,23 @@ class LogdirProvider(DataProvider):
             )
             for r in records
         ]
+
+    def read_hparams(self, run: str) -> RunHParams:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            info = next((r for r in self._runs if r.name == run), None)
+            tags = info.tags.get("hparams", ()) if info else ()
+            records = []
+            try:
+                for tag in tags:
+                    records.extend(self._logdir.hparams(self._src(run, "hparams", tag), tag))
+            except UsageError:
+                raise KeyError(run) from None
+        merged = merge_hparams(run, records)
+        if merged is None:
+            raise KeyError(run)
+        return merged
 
     def comparisons(self) -> ComparisonStore:
         """The comparison results (``comparison.json`` files) below the logdir."""

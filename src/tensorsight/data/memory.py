@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tensorsight.data.graphs import DataGraph, ModelGraph
+from tensorsight.data.hparams import RunHParams
 from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.provider import (
     DataProvider,
@@ -154,6 +155,16 @@ class InMemoryProvider(DataProvider):
         with self._lock:
             self._models.setdefault(("landscapes", run, tag), []).append(landscape)
             self._touch(run, "landscapes", tag, [landscape.wall_time])
+
+    def add_hparams(self, hparams: RunHParams) -> None:
+        """Set the hyperparameters of ``hparams.run`` (listed under the hparams kind)."""
+        with self._lock:
+            self._models[("hparams", hparams.run, "")] = hparams
+            self._touch(hparams.run, "hparams", "_hparams_/session_start_info", [hparams.wall_time])
+
+    def read_hparams(self, run: str) -> RunHParams:
+        found: RunHParams = self._models[("hparams", run, "")]
+        return found
 
     def read_graph(self, run: str, tag: str) -> ModelGraph:
         graph: ModelGraph = self._models[("graphs", run, tag)]

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     from tensorsight.data.comparisons import ComparisonStore
     from tensorsight.data.graphs import DataGraph, ModelGraph
+    from tensorsight.data.hparams import RunHParams
     from tensorsight.data.landscapes import LandscapeData
     from tensorsight.data.tensors import TensorValue
 
@@ -279,6 +280,10 @@ class DataProvider(abc.ABC):
     def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
         """Loss landscapes of a tag in step order."""
         raise KeyError(tag)
+
+    def read_hparams(self, run: str) -> RunHParams:
+        """The hyperparameters of ``run``; :class:`KeyError` when it has none."""
+        raise KeyError(run)
 
     def comparisons(self) -> ComparisonStore | None:
         """Comparison results this provider serves (``None``: it serves none)."""

@@ -92,3 +92,31 @@ export interface TextSeriesResponse {
   tag: string;
   records: { step: number; wall_time: number; text: string }[];
 }
+
+/** GET /api/views/hparams/table (docs/http_api/hparams.md). */
+export type HParamValue = boolean | number | string;
+
+export interface HParamColumn {
+  name: string;
+  type: "number" | "string" | "bool";
+  values: HParamValue[];
+}
+
+export interface MetricCell {
+  value: JsonNumber;
+  step: number;
+  wall_time: number;
+}
+
+export interface HParamsRow {
+  run: string;
+  wall_time: number;
+  hparams: Record<string, HParamValue>;
+  metrics: Record<string, MetricCell | null>;
+}
+
+export interface HParamsTable {
+  hparams: HParamColumn[];
+  metrics: { tag: string; declared: boolean }[];
+  runs: HParamsRow[];
+}

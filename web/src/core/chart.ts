@@ -1,11 +1,13 @@
 // A small canvas line chart: thousands of points per series, two y axes, log y,
 // box-select zoom, non-finite markers and highlighted points. State that tests read is
-// mirrored into data-* attributes of the canvas.
+// mirrored into data-* attributes of the canvas. Hovering shows a readout of every series at
+// the cursor (core/hover.ts); a series drawn under another gets a halo and a legend mark.
 import { formatClock, formatDuration, formatNumber, logTicks, niceTicks } from "./format";
+import { coveredSeries, hoverRows, tooltipTable, type HoverRow, type HoverSource } from "./hover";
 
 export type XKind = "step" | "relative" | "wall_time";
 
-export interface ChartSeries {
+export interface ChartSeries extends HoverSource {
   label: string;
   color: string;
   x: number[];
@@ -13,6 +15,10 @@ export interface ChartSeries {
   y: number[];
   /** Raw values drawn faintly behind `y` when smoothing is on. */
   raw?: number[];
+  /** Steps and wall times of the points, shown by the hover readout when given. */
+  step?: number[];
+  wallTime?: number[];
+  firstWallTime?: number;
   axis: 0 | 1;
   dashed?: boolean;
   /** Points to mark with a highlight ring (threshold matches). */
@@ -36,6 +42,8 @@ export interface ChartOptions {
   yRange: Range | null;
   axisLabels: [string, string];
   onZoom?: (box: ZoomBox) => void;
+  /** Draw a legend under the chart (one entry per series; click brings it to the front). */
+  legend?: boolean;
 }
 
 const PAD = { left: 58, right: 14, top: 14, bottom: 28 };
@@ -75,15 +83,40 @@ export class LineChart {
   private xr: Range = { lo: 0, hi: 1 };
   private yr: [Range, Range] = [{ lo: 0, hi: 1 }, { lo: 0, hi: 1 }];
   private readonly cssHeight: number;
+  private readonly overlay: SVGSVGElement;
+  private readonly tooltip: HTMLElement;
+  private readonly legendEl: HTMLElement | null = null;
+  /** Last cursor position over the plot (canvas pixels), or null when not hovering. */
+  private cursor: { x: number; y: number; clientX: number; clientY: number } | null = null;
+  /** Series index drawn last (on top), chosen in the legend; null: data order. */
+  private front: number | null = null;
+  private covered = new Map<number, number>();
+  private pys: number[][] = [];
 
   constructor(parent: HTMLElement, opts: ChartOptions, height = 240) {
     this.opts = opts;
     this.cssHeight = height;
+    const wrap = document.createElement("div");
+    wrap.className = "chart-wrap";
     this.canvas = document.createElement("canvas");
     this.canvas.className = "chart";
     this.canvas.style.height = `${height}px`;
-    parent.append(this.canvas);
+    this.overlay = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    this.overlay.setAttribute("class", "chart-overlay");
+    wrap.append(this.canvas, this.overlay);
+    parent.append(wrap);
+    if (opts.legend) {
+      this.legendEl = document.createElement("div");
+      this.legendEl.className = "chart-legend";
+      parent.append(this.legendEl);
+    }
+    this.tooltip = document.createElement("div");
+    this.tooltip.className = "chart-tooltip";
+    this.tooltip.hidden = true;
+    document.body.append(this.tooltip);
     this.canvas.addEventListener("mousedown", (e) => this.onDown(e));
+    this.canvas.addEventListener("mousemove", (e) => this.onHover(e));
+    this.canvas.addEventListener("mouseleave", () => this.hideHover());
     window.addEventListener("mousemove", this.moveListener);
     window.addEventListener("mouseup", this.upListener);
   }
@@ -91,10 +124,11 @@ export class LineChart {
   private readonly moveListener = (e: MouseEvent): void => this.onMove(e);
   private readonly upListener = (): void => this.onUp();
 
-  /** Remove the window listeners (call when the chart leaves the page). */
+  /** Remove the window listeners and the tooltip (call when the chart leaves the page). */
   destroy(): void {
     window.removeEventListener("mousemove", this.moveListener);
     window.removeEventListener("mouseup", this.upListener);
+    this.tooltip.remove();
   }
 
   /** Pixel width of the plot area: the `width` the API should downsample to. */
@@ -106,7 +140,15 @@ export class LineChart {
   setData(series: ChartSeries[], opts: Partial<ChartOptions> = {}): void {
     this.series = series;
     this.opts = { ...this.opts, ...opts };
+    if (this.front !== null && this.front >= series.length) this.front = null;
     this.draw();
+  }
+
+  /** Series indices in drawing order (the legend's pick last). */
+  private order(): number[] {
+    const idx = this.series.map((_, i) => i);
+    if (this.front === null) return idx;
+    return [...idx.filter((i) => i !== this.front), this.front];
   }
 
   private hasRight(): boolean {
@@ -213,7 +255,13 @@ export class LineChart {
     ctx.beginPath();
     ctx.rect(b.x, b.y, b.w, b.h);
     ctx.clip();
-    for (const s of this.series) {
+    // pixel y of every drawn point; series hidden under a later one get a halo first
+    this.pys = this.series.map((s) => s.y.map((v) => (Number.isFinite(v) && !(this.opts.yLog && v <= 0) ? this.sy(v, s.axis) : Number.NaN)));
+    const order = this.order();
+    const covered = coveredSeries(order.map((i) => this.series[i]?.x ?? []), order.map((i) => this.pys[i] ?? []));
+    this.covered = new Map([...covered].map(([a, c]) => [order[a] as number, order[c] as number]));
+    for (const i of this.covered.keys()) this.drawHalo(ctx, this.series[i] as ChartSeries, this.pys[i] as number[]);
+    for (const s of order.map((i) => this.series[i] as ChartSeries)) {
       if (s.raw) this.drawLine(ctx, s, s.raw, true);
       const drawn = this.drawLine(ctx, s, s.y, false);
       points += drawn.points;
@@ -286,6 +334,146 @@ export class LineChart {
     d.series = String(this.series.length);
     d.axes = this.hasRight() ? "2" : "1";
     d.smoothed = String(this.series.some((s) => s.raw !== undefined));
+    d.covered = [...this.covered.keys()].map((i) => this.series[i]?.label ?? "").join("|");
+    this.renderLegend();
+    if (this.cursor) this.showHover();
+  }
+
+  /** A wide translucent band along a series that another series draws over. */
+  private drawHalo(ctx: CanvasRenderingContext2D, s: ChartSeries, pys: number[]): void {
+    ctx.strokeStyle = s.color;
+    ctx.globalAlpha = 0.35;
+    ctx.lineWidth = 7;
+    ctx.lineJoin = "round";
+    ctx.setLineDash([]);
+    ctx.beginPath();
+    let pen = false;
+    for (let i = 0; i < s.x.length; i++) {
+      const py = pys[i] as number;
+      if (!Number.isFinite(py)) {
+        pen = false;
+        continue;
+      }
+      const px = this.sx(s.x[i] as number);
+      if (pen) ctx.lineTo(px, py);
+      else ctx.moveTo(px, py);
+      pen = true;
+    }
+    ctx.stroke();
+    ctx.globalAlpha = 1;
+    ctx.lineJoin = "miter";
+  }
+
+  private renderLegend(): void {
+    const el = this.legendEl;
+    if (!el) return;
+    el.replaceChildren();
+    this.series.forEach((s, i) => {
+      const item = document.createElement("button");
+      item.type = "button";
+      item.className = "legend-item";
+      if (this.front === i) item.classList.add("front");
+      item.dataset.label = s.label;
+      item.title = "click: draw this run on top";
+      const swatch = document.createElement("span");
+      swatch.className = s.dashed ? "legend-swatch dashed" : "legend-swatch";
+      swatch.style.borderColor = s.color;
+      item.append(swatch, s.label);
+      const under = this.covered.get(i);
+      if (under !== undefined) {
+        item.classList.add("covered");
+        item.dataset.under = this.series[under]?.label ?? "";
+        const note = document.createElement("span");
+        note.className = "legend-note";
+        note.textContent = ` under ${this.series[under]?.label ?? ""}`;
+        item.append(note);
+      }
+      item.addEventListener("click", () => {
+        this.front = this.front === i ? null : i;
+        this.draw();
+      });
+      el.append(item);
+    });
+  }
+
+  private onHover(e: MouseEvent): void {
+    if (this.drag) return;
+    const p = this.local(e);
+    const b = this.plotBox();
+    if (p.x < b.x || p.x > b.x + b.w || p.y < b.y - 4 || p.y > b.y + b.h + 4) {
+      this.hideHover();
+      return;
+    }
+    this.cursor = { x: p.x, y: p.y, clientX: e.clientX, clientY: e.clientY };
+    this.showHover();
+  }
+
+  private hideHover(): void {
+    this.cursor = null;
+    this.tooltip.hidden = true;
+    this.overlay.replaceChildren();
+    delete this.canvas.dataset.hoverStep;
+  }
+
+  /** The rows the readout shows at the current cursor (empty when not hovering). */
+  hoverRows(): HoverRow[] {
+    const c = this.cursor;
+    if (!c) return [];
+    const x = this.invX(c.x);
+    const rows = hoverRows(
+      this.series,
+      x,
+      (k, i) => {
+        const s = this.series[k] as ChartSeries;
+        return [this.sx(s.x[i] as number), this.pys[k]?.[i] ?? Number.NaN];
+      },
+      c.x,
+      c.y,
+    );
+    return rows.filter((r) => r.x >= this.xr.lo && r.x <= this.xr.hi);
+  }
+
+  private showHover(): void {
+    const c = this.cursor;
+    if (!c) return;
+    const rows = this.hoverRows();
+    const b = this.plotBox();
+    const ns = "http://www.w3.org/2000/svg";
+    const line = document.createElementNS(ns, "line");
+    line.setAttribute("x1", String(c.x));
+    line.setAttribute("x2", String(c.x));
+    line.setAttribute("y1", String(b.y));
+    line.setAttribute("y2", String(b.y + b.h));
+    line.setAttribute("class", "hover-line");
+    const dots = rows
+      .filter((r) => Number.isFinite(r.py))
+      .map((r) => {
+        const dot = document.createElementNS(ns, "circle");
+        dot.setAttribute("cx", String(r.px));
+        dot.setAttribute("cy", String(r.py));
+        dot.setAttribute("r", r.nearest ? "5" : "3.5");
+        dot.setAttribute("fill", r.color);
+        dot.setAttribute("class", r.nearest ? "hover-dot nearest" : "hover-dot");
+        return dot;
+      });
+    this.overlay.replaceChildren(line, ...dots);
+    if (!rows.length) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const nearest = rows.find((r) => r.nearest) ?? rows[0];
+    this.canvas.dataset.hoverStep = String(nearest?.step ?? nearest?.x ?? "");
+    this.tooltip.replaceChildren(tooltipTable(rows, this.series.some((s) => s.raw !== undefined)));
+    this.tooltip.hidden = false;
+    // right of the cursor, flipped left or up when it would leave the window
+    const w = this.tooltip.offsetWidth;
+    const hgt = this.tooltip.offsetHeight;
+    let left = c.clientX + 16;
+    if (left + w > window.innerWidth - 4) left = Math.max(4, c.clientX - 16 - w);
+    let top = c.clientY + 12;
+    if (top + hgt > window.innerHeight - 4) top = Math.max(4, c.clientY - 12 - hgt);
+    this.tooltip.style.left = `${left}px`;
+    this.tooltip.style.top = `${top}px`;
   }
 
   private drawLine(
@@ -376,6 +564,7 @@ export class LineChart {
     const b = this.plotBox();
     if (p.x < b.x || p.x > b.x + b.w || p.y < b.y || p.y > b.y + b.h) return;
     e.preventDefault();
+    this.hideHover();
     this.drag = { x0: p.x, y0: p.y, x1: p.x, y1: p.y };
   }
 

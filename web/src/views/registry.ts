@@ -12,4 +12,5 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   data_graphs: () => import("./data_graphs/index"),
   landscapes: () => import("./landscapes/index"),
   comparison: () => import("./comparison/index"),
+  hparams: () => import("./hparams/index"),
 };

@@ -23,6 +23,7 @@ BUILTIN_VIEWS: dict[str, str] = {
     "data_graphs": "tensorsight.board.views.data_graphs:DataGraphsView",
     "landscapes": "tensorsight.board.views.landscapes:LandscapesView",
     "comparison": "tensorsight.board.views.comparison:ComparisonView",
+    "hparams": "tensorsight.board.views.hparams:HParamsView",
 }
 
 

@@ -50,11 +50,12 @@ export class LossCurves {
     const tagLabel = this.el.querySelector("#cmp-loss-tag");
     if (tagLabel) tagLabel.textContent = ` ${tag}`;
     const { series } = await getJson<{ series: ScalarSeriesResponse[] }>("/api/views/scalars/multi", {
-      tag, run: runs, x: "step", fields: "step,value", width: this.chart.plotWidth(),
+      tag, run: runs, x: "step", fields: "step,wall_time,value", width: this.chart.plotWidth(),
     });
     if (seq !== this.seq || !this.chart) return;
     this.chart.setData(series.map((s) => ({
       label: s.run, color: this.state.color(s.run), x: s.step ?? [], y: s.value.map(toNumber), axis: 0 as const,
+      step: s.step, wallTime: s.wall_time, firstWallTime: s.first_wall_time,
     })));
     this.chart.canvas.dataset.series = String(series.length);
     // curves that agree draw on top of each other: name every run and its last value

@@ -90,6 +90,7 @@ export class ScalarCard {
       xRange: null,
       yRange: null,
       axisLabels: [tags[0], tags[1] ?? ""],
+      legend: true,
       onZoom: (box) => {
         this.history.push(box);
         void this.load();
@@ -134,7 +135,7 @@ export class ScalarCard {
           tag,
           run: runs,
           x: s.xKind,
-          fields: s.xKind === "step" ? "step,value" : "wall_time,value",
+          fields: "step,wall_time,value", // all three: the hover readout shows them
           xmin: zoom?.x.lo,
           xmax: zoom?.x.hi,
           width,
@@ -164,8 +165,11 @@ export class ScalarCard {
       matched += highlight?.filter(Boolean).length ?? 0;
       const smooth = s.smoothing > 0 ? smoothEma(raw, s.smoothing) : raw;
       return {
-        label: `${run}/${r.tag}`,
+        label: this.tags.length === 2 ? `${run}/${r.tag}` : run,
         color: this.source.color(run),
+        step: r.step,
+        wallTime: r.wall_time,
+        firstWallTime: r.first_wall_time,
         x: xValues(r, s.xKind),
         y: smooth,
         raw: s.smoothing > 0 ? raw : undefined,
