@@ -88,6 +88,8 @@ class Registry(Generic[T]):
         return list(self._entries)
 
     def __contains__(self, name: object) -> bool:
+        if name in self._entries:  # as get(): built-ins need no entry-point scan
+            return True
         self._scan_entry_points()
         return name in self._entries
 

@@ -8,7 +8,7 @@ import torch
 
 import tensorsight
 from tensorsight.capture import read_dump
-from tensorsight.capture.backends import CAPTURE_BACKENDS, CaptureBackend
+from tensorsight.capture.backends import CAPTURE_BACKENDS, CaptureBackend, levels
 from tests.capture.conftest import train_step
 
 
@@ -84,7 +84,7 @@ def test_backend_refuses_a_double_start(tmp_path):
         torch.ones(1) + 1
 
 
-@pytest.mark.parametrize("name", CAPTURE_BACKENDS.names())
+@pytest.mark.parametrize("name", levels())
 def test_contract_every_registered_backend(tmp_path, name, model, batch):
     """What compare relies on, for every registered backend."""
     with tensorsight.dump(tmp_path / "d", level=name, mode="md5") as d:

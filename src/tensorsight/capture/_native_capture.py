@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,7 @@ def load() -> _Library | None:
         return lib
 
 
-def native_reason(options: dict[str, Any]) -> str | None:
+def native_reason(options: Mapping[str, Any]) -> str | None:
     """Why this dump uses the Python path, or ``None`` when the native one can record it."""
     choice = os.environ.get("TENSORSIGHT_CAPTURE", "auto").strip().lower()
     if choice == "python":
@@ -199,6 +200,13 @@ class NativeOpCapture(CaptureBackend):
     """
 
     level = "op"
+    implementation = "native"
+    param_grads = True
+
+    @classmethod
+    def unavailable(cls, options: Mapping[str, Any]) -> str | None:
+        """:func:`native_reason`: the dispatch mode (``op``) records the dumps this cannot."""
+        return native_reason(options)
 
     def __init__(self, recorder: Any, tracker: Any = None) -> None:
         super().__init__(recorder, tracker)

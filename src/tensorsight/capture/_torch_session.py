@@ -13,7 +13,7 @@ from tensorsight.capture import _torch_stats as ts
 from tensorsight.capture._arena import CopyArena
 from tensorsight.capture._modules import ModuleTracker
 from tensorsight.capture._recorder import Recorder
-from tensorsight.capture.backends import CAPTURE_BACKENDS
+from tensorsight.capture.backends import candidates, select
 from tensorsight.capture.writer import (
     DEFAULT_MAX_QUEUE_BYTES,
     DumpWriter,
@@ -58,16 +58,11 @@ def _numerics() -> dict[str, Any]:
 
 def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -> tuple[Any, ...]:
     """Writer, recorder, module tracker and backend for one rank."""
-    backend_cls: Any = CAPTURE_BACKENDS.get(options["level"])
+    backend_cls: Any = select(options)  # the level's first candidate that can record it
     extra = _numerics()
-    if options["level"] == "op":
-        from tensorsight.capture import _native_capture
-
-        why_not = _native_capture.native_reason(options)
-        if why_not is None:
-            backend_cls = _native_capture.NativeOpCapture
-        # which path recorded the ops: the two differ in a few ops (docs/formats/dump.md)
-        extra["capture"] = "native" if why_not is None else "python"
+    if len(candidates(options["level"])) > 1:
+        # which one recorded the ops: level op's two differ in a few ops (docs/formats/dump.md)
+        extra["capture"] = backend_cls.implementation
     manifest = base_manifest(
         mode=options["mode"],
         level=options["level"],
@@ -121,7 +116,7 @@ def build(rank_dir: Path, rank: int, world_size: int, options: dict[str, Any]) -
                 snaps = recorder.snapshot([(f"param.{name}", param), (f"grad.{name}", param.grad)])
         recorder.commit(op, "backward", path, snaps)
 
-    tracker = ModuleTracker(on_param_grad if options["level"] in ("op", "module") else None)
+    tracker = ModuleTracker(on_param_grad if backend_cls.param_grads else None)
     backend = backend_cls(recorder, tracker)
     holder = [backend]
     return writer, recorder, tracker, backend

@@ -57,6 +57,8 @@ __all__ = [
 SCHEMA_VERSION = 2  # 2: the op table's ``args`` column (version 1 dumps read as before)
 FORMAT_NAME = "tensorsight-dump"
 MODES = ("statistics", "tensor", "md5")
+# the built-in capture levels; a manifest's level may be any registered backend's, and dump()
+# checks against the registry (capture.backends.levels()), not this tuple
 LEVELS = ("op", "module", "api")
 DIRECTIONS = ("forward", "backward")
 # mode "md5" stores this fingerprint: CRC-32 (zlib, IEEE 802.3 polynomial) of the tensor's
@@ -413,7 +415,8 @@ class DumpManifest:
         schema_version: :data:`SCHEMA_VERSION` of the writer.
         format: Always :data:`FORMAT_NAME`.
         mode: ``statistics``, ``tensor`` or ``md5``.
-        level: ``op``, ``module``, ``api`` (or ``onnx`` for ``dump-onnx``).
+        level: ``op``, ``module``, ``api``, a registered capture backend's level, or ``onnx``
+            (``dump-onnx``).
         framework: ``torch``, ``onnxruntime`` or ``onnx.reference``.
         framework_version: Its version string.
         tensorsight_version: Version of the writer.

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 from tensorsight import _gc
 from tensorsight._lazy import lazy_import
 from tensorsight.capture import _fs
-from tensorsight.capture.schema import LEVELS, MODES
+from tensorsight.capture.backends import levels
+from tensorsight.capture.schema import MODES
 from tensorsight.errors import CaptureError, UsageError
 
 __all__ = ["DumpSession", "ObserverCheck", "dump"]
@@ -90,7 +91,8 @@ def dump(
             ``"tensor"`` (also full tensors in safetensors shards) or ``"md5"`` (statistics
             plus a CRC-32 fingerprint of each tensor's bytes).
         level: ``"op"`` (default: every ATen op, forward and backward), ``"module"``
-            (nn.Module forward/backward hooks) or ``"api"`` (torch functions, forward only).
+            (nn.Module forward/backward hooks), ``"api"`` (torch functions, forward only),
+            or the level of a registered capture backend (``capture.backends.levels()``).
         include: Glob patterns; keep only ops whose name or module path matches one.
         exclude: Glob patterns; drop ops whose name or module path matches one.
         steps: Steps to record (counted from 0 by :meth:`DumpSession.step`); ``None``: all.
@@ -121,7 +123,7 @@ def dump(
     return DumpSession(
         path,
         mode=_check_choice("mode", mode, MODES),
-        level=_check_choice("level", level, LEVELS),
+        level=_check_choice("level", level, levels()),  # those of CAPTURE_BACKENDS
         include=None if include is None else tuple(include),
         exclude=None if exclude is None else tuple(exclude),
         steps=_check_ints("steps", steps),

@@ -12,15 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMATS", "register", "run"]
+__all__ = ["register", "run"]
 
-FORMATS = ("csv", "xlsx", "json", "html", "node_data")
+DEFAULT_FORMATS = "csv,json"
 
 EPILOG = """\
 examples:
   tensorsight compare dumps/fp32 dumps/bf16                    summary on the terminal
   tensorsight compare dumps/fp32 dumps/bf16 -o report/         + comparison.csv and .json
-  tensorsight compare a/ b/ -o report/ --format csv,xlsx,json,html,node_data
+  tensorsight compare a/ b/ -o report/ --format csv,xlsx,json,html,node_data,summary
   tensorsight compare a/ b/ --profile classic --metrics cosine,max_abs_err,kl_div
   tensorsight compare a/ b/ --mapping map.yaml --rank 0 --step 3 --jobs 4
   tensorsight compare a/ b/ --replay                           confirm the first divergent op
@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
             "the first divergence with its likely mechanism."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     p.add_argument("bench", help="reference dump folder (tensorsight or msprobe format)")
     p.add_argument("target", help="dump folder under test")
@@ -52,7 +52,8 @@ def register(subparsers: Any) -> None:
         "--format",
         default=None,
         metavar="LIST",
-        help=f"report formats, comma-separated: {', '.join(FORMATS)} (default: csv,json)",
+        # {formats} is filled from the registry when the help is shown (see _HelpFormatter)
+        help=f"report formats, comma-separated: {{formats}} (default: {DEFAULT_FORMATS})",
     )
     p.add_argument("--metrics", default=None, metavar="LIST", help="metric keys to report")
     p.add_argument("--mapping", metavar="MAP", help="YAML/JSON op mapping for N:M pairs")
@@ -81,18 +82,43 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run, fast_exit=True)
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Lists the registered report formats in ``--format``'s help, only when help is shown.
+
+    Listing them means scanning the entry points of every installed package (importing
+    ``importlib.metadata`` alone is ~25 ms), which a comparison that only writes built-in
+    formats never needs.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text is not None and action.dest == "format":
+            text = text.replace("{formats}", ", ".join(_format_names()))
+        return text
+
+
+def _format_names() -> list[str]:
+    from tensorsight.compare.report import REPORT_FORMATS
+
+    return REPORT_FORMATS.names()
+
+
 def _formats(value: str | None) -> tuple[str, ...]:
+    from tensorsight.compare.report import REPORT_FORMATS, get_format
     from tensorsight.errors import UsageError
 
-    chosen = tuple(f.strip().lower() for f in (value or "csv,json").split(",") if f.strip())
-    bad = [f for f in chosen if f not in FORMATS]
+    chosen = tuple(f.strip().lower() for f in (value or DEFAULT_FORMATS).split(",") if f.strip())
+    # `in` scans the entry points only for a name that is not built in
+    bad = [f for f in chosen if f not in REPORT_FORMATS]
     if bad or not chosen:
         got = bad[0] if bad else ""
         msg = (
             f"Option --format {value!r}: unknown format {got!r}. "
-            f"Expected a comma-separated list of {', '.join(FORMATS)}."
+            f"Expected a comma-separated list of {', '.join(_format_names())}."
         )
         raise UsageError(msg)
+    for name in chosen:  # a third-party format that fails to import: say so before comparing
+        get_format(name)
     return chosen
 
 
@@ -173,6 +199,7 @@ def _replay_line(row: Any, args: argparse.Namespace) -> str:
 
 
 def _write(result: Any, out: Path, formats: tuple[str, ...]) -> list[Path]:
+    from tensorsight.compare.report import write
     from tensorsight.errors import InputFileError
 
     try:
@@ -180,19 +207,6 @@ def _write(result: Any, out: Path, formats: tuple[str, ...]) -> list[Path]:
     except OSError as exc:
         msg = f"Output folder {str(out)!r}: cannot be created ({exc}). Pick a writable folder."
         raise InputFileError(msg) from exc
-    paths = []
-    for fmt in formats:
-        path = out / ("comparison.node_data.json" if fmt == "node_data" else f"comparison.{fmt}")
-        if fmt == "csv":
-            result.to_csv(path)
-        elif fmt == "xlsx":
-            result.to_excel(path)
-        elif fmt == "json":
-            result.to_json(path)
-        elif fmt == "html":
-            result.to_html(path)
-        else:
-            result.to_node_data(path)
-        paths.append(path)
+    paths = [write(result, fmt, out) for fmt in formats]
     sys.stdout.flush()
     return paths

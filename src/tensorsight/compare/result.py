@@ -32,8 +32,9 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from tensorsight.compare import report
 from tensorsight.compare.metrics.kernel import KERNEL_KEYS
 from tensorsight.compare.metrics.stats import STATS_KEYS
 from tensorsight.errors import InputFileError, SchemaVersionError, UsageError
@@ -453,35 +454,39 @@ class Comparison:
             msg = f"Comparison file {label!r}: malformed ({exc}). Expected a to_json export."
             raise InputFileError(msg) from exc
 
+    # Renderers other than the JSON codec live in compare/report/ and are looked up in its
+    # registry (REPORT_FORMATS): this module imports no renderer, so no import circle.
     def to_csv(self, path: str | Path | None = None) -> str:
         """CSV with one row per tensor and :data:`COLUMNS` as header; written to ``path``."""
-        from tensorsight.compare.report.csv import render_csv
-
-        return render_csv(self, path)
+        return cast(str, report.render(self, "csv", path))
 
     def to_excel(self, path: str | Path) -> Path:
         """XLSX workbook (needs openpyxl: ``pip install 'tensorsight[compare]'``)."""
-        from tensorsight.compare.report.xlsx import render_xlsx
-
-        return render_xlsx(self, path)
+        return cast(Path, report.render(self, "xlsx", path))
 
     def to_html(self, path: str | Path | None = None) -> str:
         """Standalone HTML report (no network access needed to view it)."""
-        from tensorsight.compare.report.html import render_html
-
-        return render_html(self, path)
+        return cast(str, report.render(self, "html", path))
 
     def to_node_data(self, path: str | Path | None = None) -> str:
         """Model Explorer node-data JSON (per-module worst error), written to ``path``."""
-        from tensorsight.compare.report.node_data import render_node_data
+        return cast(str, report.render(self, "node_data", path))
 
-        return render_node_data(self, path)
+    def to_report(self, fmt: str, path: str | Path | None = None) -> Any:
+        """Render in any registered report format, third-party ones included; written to
+        ``path`` when given (:data:`tensorsight.compare.report.REPORT_FORMATS`).
+
+        Returns:
+            The report's text, or the path written for a binary format (``xlsx``).
+
+        Raises:
+            UsageError: ``fmt`` is not registered (the message lists the formats).
+        """
+        return report.render(self, fmt, path)
 
     def summary(self, *, top: int = 5) -> str:
         """Plain-text summary: first divergence, top offenders, counts, advice."""
-        from tensorsight.compare.report.console import render_summary
-
-        return render_summary(self, top=top)
+        return cast(str, report.render(self, "summary", top=top))
 
 
 def _encode(v: Any) -> Any:

@@ -7,6 +7,7 @@ op through the recorder they were given (Polygraphy runner style).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -23,7 +24,23 @@ class CaptureBackend(ABC):
         tracker: The module tracker (torch backends) or ``None``.
     """
 
+    #: The level it records (its registry name, before any ``/<variant>``).
     level: ClassVar[str] = ""
+    #: ``manifest.extra["capture"]`` when its level has more than one candidate: which one
+    #: recorded the dump (``python``, ``native``).
+    implementation: ClassVar[str] = "python"
+    #: The module tracker reports parameter gradients to it (``tensorsight.param_grad`` rows).
+    param_grads: ClassVar[bool] = False
+
+    @classmethod
+    def unavailable(cls, options: Mapping[str, Any]) -> str | None:
+        """Why this backend cannot record a dump with these :func:`tensorsight.dump` options
+        (``level``, ``mode``, ``stack``, ...), or ``None`` when it can (the default).
+
+        Asked before the backend is made, so the next candidate of the level can take over
+        (see :func:`tensorsight.capture.backends.select`).
+        """
+        return None
 
     def __init__(self, recorder: Any, tracker: Any = None) -> None:
         self.recorder = recorder

@@ -103,6 +103,7 @@ class TorchModuleCapture(CaptureBackend):
     """Level ``module``: one op per module call, named by the module's class."""
 
     level = "module"
+    param_grads = True
 
     def __init__(self, recorder: Any, tracker: Any = None) -> None:
         super().__init__(recorder, tracker)

@@ -117,6 +117,7 @@ class TorchOpCapture(CaptureBackend):
     """Level ``op``: ATen ops in forward and backward, with module paths for both."""
 
     level = "op"
+    param_grads = True
 
     def __init__(self, recorder: Any, tracker: Any = None) -> None:
         super().__init__(recorder, tracker)

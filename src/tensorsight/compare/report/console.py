@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
+from tensorsight.compare.report import ReportFormat
 from tensorsight.compare.result import Comparison, OpComparison
 
-__all__ = ["render_summary", "top_offenders"]
+__all__ = ["FORMAT", "render_summary", "top_offenders"]
 
 
 def top_offenders(comparison: Comparison, n: int = 5) -> list[OpComparison]:
@@ -90,3 +92,14 @@ def render_summary(comparison: Comparison, *, top: int = 5) -> str:
         for a in comparison.advice:
             lines.append(f"  {a.mechanism}: {a.evidence}")
     return "\n".join(lines)
+
+
+def _summary_file(comparison: Comparison, path: str | Path | None = None, *, top: int = 5) -> str:
+    """:func:`render_summary`; also written to ``path`` (with a final newline) when given."""
+    text = render_summary(comparison, top=top)
+    if path is not None:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+    return text
+
+
+FORMAT = ReportFormat("summary", ".txt", _summary_file, "the terminal summary as text")

@@ -7,10 +7,10 @@ import io
 import math
 from pathlib import Path
 
-from tensorsight.compare.report import cell
+from tensorsight.compare.report import ReportFormat, cell
 from tensorsight.compare.result import COLUMNS, Comparison, attr_name
 
-__all__ = ["header", "render_csv"]
+__all__ = ["FORMAT", "header", "render_csv"]
 
 _ATTRS = tuple(attr_name(c) for c in COLUMNS)
 
@@ -63,3 +63,6 @@ def _text(value: object) -> object:
     if value is None:
         return ""
     return _text(c) if isinstance(c := cell(value), float) else c
+
+
+FORMAT = ReportFormat("csv", ".csv", render_csv, "one row per tensor, every column")

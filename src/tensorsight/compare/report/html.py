@@ -6,11 +6,11 @@ import html
 import math
 from pathlib import Path
 
-from tensorsight.compare.report import cell
+from tensorsight.compare.report import ReportFormat, cell
 from tensorsight.compare.report.console import render_summary
 from tensorsight.compare.result import Comparison
 
-__all__ = ["render_html"]
+__all__ = ["FORMAT", "render_html"]
 
 _SHOWN = (
     "index",
@@ -93,3 +93,6 @@ def render_html(comparison: Comparison, path: str | Path | None = None) -> str:
     if path is not None:
         Path(path).write_text(doc, encoding="utf-8")
     return doc
+
+
+FORMAT = ReportFormat("html", ".html", render_html, "standalone page, sortable table")

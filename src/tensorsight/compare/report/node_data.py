@@ -12,9 +12,10 @@ import json
 import math
 from pathlib import Path
 
+from tensorsight.compare.report import ReportFormat
 from tensorsight.compare.result import Comparison
 
-__all__ = ["render_node_data"]
+__all__ = ["FORMAT", "render_node_data"]
 
 
 def render_node_data(comparison: Comparison, path: str | Path | None = None) -> str:
@@ -38,3 +39,8 @@ def render_node_data(comparison: Comparison, path: str | Path | None = None) -> 
     if path is not None:
         Path(path).write_text(text + "\n", encoding="utf-8")
     return text
+
+
+FORMAT = ReportFormat(
+    "node_data", ".node_data.json", render_node_data, "Model Explorer node data per module"
+)

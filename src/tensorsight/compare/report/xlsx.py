@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from tensorsight._lazy import lazy_import
-from tensorsight.compare.report import cell
+from tensorsight.compare.report import ReportFormat, cell
 from tensorsight.compare.report.csv import header
 from tensorsight.compare.result import Comparison
 
-__all__ = ["VERDICT_FILLS", "render_xlsx"]
+__all__ = ["FORMAT", "VERDICT_FILLS", "render_xlsx"]
 
 VERDICT_FILLS = {"pass": "C6EFCE", "warning": "FFEB9C", "error": "FFC7CE"}
 
@@ -60,3 +60,8 @@ def _xl(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return value
+
+
+FORMAT = ReportFormat(
+    "xlsx", ".xlsx", render_xlsx, "Excel workbook, verdicts coloured (openpyxl)", binary=True
+)
