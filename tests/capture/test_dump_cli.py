@@ -171,7 +171,11 @@ def test_module_form_exit_status_and_the_users_sitecustomize(tmp_path):
     assert (tmp_path / "own-site-ran").exists()
 
 
-def test_sigterm_is_forwarded_and_marks_the_dump_incomplete(tmp_path):
+@pytest.mark.parametrize(
+    ("signum", "reason"),
+    [(signal.SIGTERM, "killed by signal SIGTERM"), (signal.SIGINT, "KeyboardInterrupt")],
+)
+def test_signals_are_forwarded_and_mark_the_dump_incomplete(tmp_path, signum, reason):
     _script(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tensorsight", "dump", "-o", "d", "--", "train.py", "wait"],
@@ -183,15 +187,15 @@ def test_sigterm_is_forwarded_and_marks_the_dump_incomplete(tmp_path):
                 break
             time.sleep(0.1)
         assert (tmp_path / "ready").exists()
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)  # to tensorsight dump, which passes it on
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert proc.returncode == 128 + signum, err
     manifest = read_dump(tmp_path / "d").manifest(0)
     assert manifest is not None
     assert not manifest.complete
-    assert manifest.incomplete_reason == "killed by signal SIGTERM"
+    assert manifest.incomplete_reason == reason
     assert manifest.steps[-1].step == 3
 
 
