@@ -54,6 +54,7 @@ SUBCOMMANDS: tuple[str, ...] = (
 # Commands missing here register every entry.
 COMMAND_SPECS: dict[str, str] = {
     "migrate": "tensorsight.migrate.cli:register",
+    "dump": "tensorsight.capture.cli:register",
     "dump-onnx": "tensorsight.capture.cli:register",
     "inspect": "tensorsight.summary.cli:register",
     "compare": "tensorsight.compare.cli:register",
@@ -67,6 +68,7 @@ COMMAND_SPECS: dict[str, str] = {
 # tens of milliseconds. A test checks they match what each part's register() adds.
 COMMAND_HELP: dict[str, str] = {
     "migrate": "rewrite CUDA-only PyTorch code into device-neutral code, with a report",
+    "dump": "record every op of a PyTorch run without changing its code",
     "dump-onnx": "record every intermediate tensor of one ONNX run",
     "compare": "compare two dumps op by op and find the first op that went wrong",
     "board": "serve the training board (scalars, histograms, images, text) for a logdir",
