@@ -140,9 +140,10 @@ def _register_dump(subparsers: Any) -> None:
     )
     p.add_argument(
         "--level",
-        choices=("op", "module", "api"),
+        metavar="LEVEL",
         default=None,
-        help="op (default: every ATen op), module (nn.Module hooks) or api (torch functions)",
+        help="op (default: every ATen op), module (nn.Module hooks), api (torch functions) "
+        "or the level of a registered capture backend",
     )
     p.add_argument("--steps", metavar="LIST", help="steps to record, e.g. 0,2-4 (default: all)")
     p.add_argument("--ranks", metavar="LIST", help="ranks that record, e.g. 0-1 (default: all)")
