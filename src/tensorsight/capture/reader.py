@@ -246,6 +246,12 @@ class Dump:
         """Open one step (defaults: first rank, first step)."""
         r = self._rank(rank)
         steps = self._layout[r]
+        if not steps:
+            msg = (
+                f"Dump {str(self.path)!r}: rank {r} recorded no step (the run stopped before "
+                "its first op reached the disk)."
+            )
+            raise DumpFormatError(msg)
         s = min(steps) if step is None else step
         if s not in steps:
             msg = (
