@@ -83,6 +83,53 @@ def test_layer_norm_axes_and_eps_come_from_the_bench(which):
         assert bug.target > 1e-2
 
 
+def test_recorded_arguments_are_used_as_recorded_not_fitted():
+    """With the dump's ``args`` column the model takes the bench's own eps, value and dim."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 16))
+    outs = dict(zip(("output.0", "output.1", "output.2"), _layer_norm(x, 1e-5), strict=True))
+    args = {"input": {"tensor": "input.0"}, "normalized_shape": [16], "eps": 1e-05}
+    rep = reproduce("aten.native_layer_norm.default", "output.0", {"input.0": x}, outs,
+                    {"input.0": x}, outs["output.0"], args)  # fmt: skip
+    assert rep is not None
+    assert rep.how == "normalized_shape=[16], eps=1e-05 recorded"
+    assert rep.bench < 1e-12
+    # the target ran with eps=1: with the bench's recorded eps it does not reproduce
+    bug = _layer_norm(x, 1.0)[0]
+    bad = reproduce("aten.native_layer_norm.default", "output.0", {"input.0": x}, outs,
+                    {"input.0": x}, bug, args)  # fmt: skip
+    assert bad is not None
+    assert bad.target > 1e-2
+    # addcdiv's value, a softmax's dim and add's alpha
+    p, m, d = (rng.standard_normal(32) for _ in range(3))
+    d = np.abs(d) + 0.5
+    ins = {"input.0": p, "input.1": m, "input.2": d}
+    out = {"output.0": p - 0.01 * m / d}
+    rep = reproduce("aten.addcdiv_.default", "output.0", ins, out, ins, out["output.0"],
+                    {"value": -0.01})  # fmt: skip
+    assert rep is not None
+    assert rep.how == "value=-0.01 recorded"
+    z = rng.standard_normal((3, 5))
+    sm = {"output.0": np.exp(z) / np.exp(z).sum(0, keepdims=True)}
+    rep = reproduce("aten._softmax.default", "output.0", {"input.0": z}, sm, {"input.0": z},
+                    sm["output.0"], {"dim": -2, "half_to_float": False})  # fmt: skip
+    assert rep is not None
+    assert rep.how == "dim=0 recorded"
+    assert rep.bench < 1e-12
+    a, b = rng.standard_normal(8), rng.standard_normal(8)
+    call = {"self": {"tensor": "input.0"}, "other": {"tensor": "input.1"}, "alpha": 2}
+    rep = reproduce("aten.add.Tensor", "output.0", {"input.0": a, "input.1": b},
+                    {"output.0": a + 2 * b}, {"input.0": a, "input.1": b}, a + 2 * b,
+                    call)  # fmt: skip
+    assert rep is not None
+    assert rep.how == "alpha=2 recorded"
+    # arguments that do not settle the model fall back to fitting
+    rep = reproduce("aten.addcdiv_.default", "output.0", ins, out, ins, out["output.0"],
+                    {"value": {"unsupported": "SymFloat"}})  # fmt: skip
+    assert rep is not None
+    assert "fitted" in rep.how
+
+
 def test_unknown_ops_and_mismatched_tensors_give_no_answer():
     x = {"input.0": np.ones(3)}
     assert reproduce("aten.cumprod.default", "output.0", x, {"output.0": x["input.0"]}, x,

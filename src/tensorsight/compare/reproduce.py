@@ -10,9 +10,10 @@ between the runs is then inherited from the inputs (ill-conditioning), not added
 
 :func:`reproduce` answers it for a tensor dump. The op is evaluated in float64 (numpy, no
 torch needed) on the bench's recorded inputs, which checks the evaluation model (the op's
-non-tensor arguments are not in the dump: scalars such as ``addcdiv``'s ``value``,
-``lerp``'s weight or ``add``'s ``alpha`` are fitted to the bench by least squares, discrete
-ones such as a softmax dim or a norm's axes are chosen by which reproduces the bench), and
+non-tensor arguments come from the dump's ``args`` column when it holds them: ``addcdiv``'s
+``value``, ``add``'s ``alpha``, a softmax's ``dim``, a norm's ``normalized_shape`` and
+``eps``; from dumps without it, scalars are fitted to the bench by least squares and
+discrete ones such as a softmax dim or a norm's axes chosen by which reproduces the bench), and
 then, with the same arguments, on the target's recorded inputs. Its answer is the relative
 L2 distance of each side's recorded output from the evaluation, measured against the
 magnitude of the op's terms (``|a| + |c * b|`` for a sum: the rounding of a cancelling sum
@@ -31,6 +32,7 @@ import numpy as np
 
 from tensorsight.capture.reader import DumpStep
 from tensorsight.capture.schema import OpRecord, TensorRecord
+from tensorsight.compare._argdiff import parse_args
 from tensorsight.errors import DumpFormatError
 
 __all__ = ["KNOWN_OPS", "Reproducer", "Reproduction", "reproduce"]
@@ -286,6 +288,102 @@ _SPECS: dict[str, Callable[[Arrays, np.ndarray, str], Iterator[tuple[Model, str]
     "addmm": _matmul,
 }
 KNOWN_OPS = frozenset(_SPECS)
+
+
+# ------------------------------------------------------------------ recorded arguments
+def _num(v: object) -> float | None:
+    """A recorded number (``{"float": "inf"}`` included); ``None`` for anything else."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, dict) and set(v) == {"float"} and isinstance(v["float"], str):
+        try:
+            return float(v["float"])
+        except ValueError:
+            return None
+    return None
+
+
+def _is_tensor(v: object) -> bool:
+    return isinstance(v, dict) and "tensor" in v
+
+
+def _recorded_affine(
+    base: Callable[[Arrays], np.ndarray], term: Callable[[Arrays], np.ndarray], c: float, how: str
+) -> Iterator[tuple[Model, str]]:
+    def model(x: Arrays) -> tuple[np.ndarray, np.ndarray]:
+        u, v = base(x), c * term(x)
+        return u + v, np.abs(u) + np.abs(v)
+
+    yield model, how
+
+
+def _recorded(
+    name: str, args: Mapping[str, object], b: Arrays, y: np.ndarray, out: str
+) -> Iterator[tuple[Model, str]]:
+    """The model with the bench's recorded arguments (the dump's ``args`` column), exactly;
+    nothing when they do not settle it (the fitted candidates are then used)."""
+    rec = "recorded"
+    if name in ("add", "sub", "mul", "div"):
+        other, alpha = args.get("other"), _num(args.get("alpha", 1))
+        sign = -1.0 if name == "sub" else 1.0
+        if _is_tensor(other) and "input.1" in b and name in ("add", "sub") and alpha is not None:
+            yield from _recorded_affine(_i(0), _i(1), sign * alpha, f"alpha={alpha:.6g} {rec}")
+        elif (c := _num(other)) is not None and "input.1" not in b:
+            if name in ("add", "sub"):
+                k = sign * c * (alpha if alpha is not None else 1.0)
+                yield from _recorded_affine(_i(0), _one, k, f"other={c:.6g} {rec}")
+            elif name == "mul":
+                yield from _recorded_affine(_zero, _i(0), c, f"other={c:.6g} {rec}")
+            elif c != 0.0:
+                yield from _recorded_affine(_zero, _i(0), 1.0 / c, f"other={c:.6g} {rec}")
+    elif name in ("addcdiv", "addcmul") and (c := _num(args.get("value", 1))) is not None:
+        if name == "addcdiv":
+            yield from _recorded_affine(
+                _i(0), lambda x: x["input.1"] / x["input.2"], c, f"value={c:.6g} {rec}"
+            )
+        else:
+            yield from _recorded_affine(
+                _i(0), lambda x: x["input.1"] * x["input.2"], c, f"value={c:.6g} {rec}"
+            )
+    elif name == "lerp" and (c := _num(args.get("weight"))) is not None:
+        yield from _recorded_affine(
+            _i(0), lambda x: x["input.1"] - x["input.0"], c, f"weight={c:.6g} {rec}"
+        )
+    elif name in ("_softmax", "_log_softmax") and isinstance(args.get("dim"), int):
+        ndim = b["input.0"].ndim
+        dim = int(args["dim"]) % max(ndim, 1)  # type: ignore[call-overload]
+        for model, _ in _softmax(name == "_log_softmax")(b, y, out):
+            if model.__defaults__ == (dim,):
+                yield model, f"dim={dim} {rec}"
+    elif name == "pow" and (p := _num(args.get("exponent"))) is not None:
+
+        def power(x: Arrays, p: float = p) -> tuple[np.ndarray, np.ndarray]:
+            with np.errstate(all="ignore"):
+                v = np.power(x["input.0"], p)
+            return v, np.abs(v)
+
+        yield power, f"exponent={p:g} {rec}"
+    elif name == "native_layer_norm":
+        shape, eps = args.get("normalized_shape"), _num(args.get("eps"))
+        x0 = b["input.0"]
+        if isinstance(shape, list) and eps is not None and 0 < len(shape) <= x0.ndim:
+            axis = x0.ndim - len(shape)
+            for model, _ in _layer_norm(b, y, out):
+                dims, _fitted = model.__defaults__ or ((), 0.0)
+                if dims == tuple(range(axis, x0.ndim)):
+
+                    def norm(
+                        x: Arrays,
+                        m: Callable[..., tuple[np.ndarray, np.ndarray]] = model,
+                        d: tuple[int, ...] = dims,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+                        return m(x, d, eps)
+
+                    yield norm, f"normalized_shape={shape}, eps={eps:.3g} {rec}"
+
+
 _ONE_OUTPUT = KNOWN_OPS - {"native_layer_norm"}
 
 
@@ -307,6 +405,7 @@ def reproduce(
     bench_outputs: Arrays,
     target_inputs: Arrays,
     target_output: np.ndarray,
+    args: Mapping[str, object] | None = None,
 ) -> Reproduction | None:
     """Evaluate ``op`` in float64 on each side's own inputs (module docstring).
 
@@ -317,6 +416,8 @@ def reproduce(
         bench_outputs: The bench op's output tensors by row name, float64.
         target_inputs: The target op's input tensors, float64.
         target_output: The target's recorded ``tensor``, float64.
+        args: The bench op's recorded non-tensor arguments (the dump's ``args`` column,
+            parsed); used as recorded when they settle the model, else fitted.
 
     Returns:
         The evaluation model that best reproduces the bench, applied to both sides, or
@@ -337,7 +438,8 @@ def reproduce(
     best: tuple[float, Model, str] | None = None
     try:
         with np.errstate(all="ignore"):
-            for model, how in spec(b, y, tensor):
+            given = list(_recorded(name, args, b, y, tensor)) if args else []
+            for model, how in given or spec(b, y, tensor):
                 value, mag = model(bench_inputs)
                 if value.shape != y.shape:
                     continue
@@ -390,7 +492,7 @@ class Reproducer:
             (y_t,) = self._arrays(self.target, (t_out,)).values()
         except (OSError, ValueError, LookupError, DumpFormatError):
             return None
-        return reproduce(b_op.op, tensor, b_in, b_out, t_in, y_t)
+        return reproduce(b_op.op, tensor, b_in, b_out, t_in, y_t, parse_args(b_op.args))
 
     @staticmethod
     def _arrays(step: DumpStep, rows: tuple[TensorRecord, ...]) -> dict[str, np.ndarray]:
