@@ -4,7 +4,9 @@
 ``.to(local_rank)`` (a name that looks like a device index) is an unsafe fix: the same
 call with a dtype or device variable must not change; it is safe when every assignment
 of the name in the file is an integer (``local_rank = int(os.environ["LOCAL_RANK"])``,
-see :mod:`tensorsight.migrate._flow`).
+see :mod:`tensorsight.migrate._flow`), also when the name is a parameter of a script's
+function every call of which passes an integer (the ``mp.spawn`` target's first
+parameter is the process index), and for integer arithmetic of such names (``rank * 2``).
 
 Example::
 
@@ -19,7 +21,7 @@ import re
 
 import libcst as cst
 
-from tensorsight.migrate._flow import collect_flow, cst_slot
+from tensorsight.migrate._flow import collect_flow, cst_is_index
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
@@ -71,11 +73,12 @@ class ReplaceDeviceIndexRule(MigrationRule):
                 continue
             value = old.value
             safety: Safety
-            slot = cst_slot(value)
             if isinstance(value, cst.Integer):
                 safety = "safe"
-            elif isinstance(value, cst.Name | cst.Attribute) and slot in ctx.flow.index_slots:
-                safety = "safe"  # every assignment of the name in this file is an integer
+            elif isinstance(value, cst.Name | cst.Attribute | cst.BinaryOperation) and (
+                cst_is_index(value, ctx.flow.index_slots)
+            ):
+                safety = "safe"  # every value of the names in this file is an integer
             elif isinstance(value, cst.Name | cst.Attribute) and _looks_like_index(value):
                 safety = "unsafe"
             else:
