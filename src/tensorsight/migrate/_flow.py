@@ -216,15 +216,31 @@ def _is_device_type(node: ast.expr, type_slots: set[str]) -> bool:
 def _every(
     values: dict[str, list[ast.expr]], test: Callable[[ast.expr, set[str]], bool]
 ) -> set[str]:
-    """Slots all of whose values pass ``test``: the greatest fixpoint over slot-to-slot
-    copies, so that ``self.gpu_id = gpu_id`` (one slot copied to itself) or two slots
-    copied to each other keep what their other values say."""
-    known: set[str] = set(values)
+    """Slots all of whose values pass ``test`` (a fixpoint over slot-to-slot copies)."""
+    known: set[str] = set()
     while True:
-        new = {slot for slot in known if all(test(e, known) for e in values[slot])}
+        new = {slot for slot, exprs in values.items() if all(test(e, known) for e in exprs)}
         if new == known:
             return known
         known = new
+
+
+def _self_copy(target: ast.expr, value: ast.expr) -> bool:
+    """``self.x = x``, ``x = self.x`` or ``x = x``: the slot keeps what its other values
+    say. (``device = src.device`` is not one: ``src`` is another object.)"""
+
+    def name(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            return node.attr
+        return None
+
+    return name(target) is not None and name(target) == name(value)
 
 
 def collect_flow(tree: ast.Module) -> FlowFacts:
@@ -245,6 +261,8 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
     parameters = _call_site_values(tree)
 
     def assigned(target: ast.expr, value: ast.expr) -> None:
+        if _self_copy(target, value):
+            return
         slot = _slot(target)
         if slot is None:
             if isinstance(target, ast.Tuple | ast.List):
@@ -284,8 +302,10 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
                 hint = arg.annotation
                 if isinstance(hint, ast.Name) and hint.id == "int":
                     values.setdefault(arg.arg, []).append(ast.Constant(0))
-                elif arg.arg in passed:
-                    values.setdefault(arg.arg, []).extend(passed[arg.arg])
+                elif arg.arg in passed:  # setup(rank) passes the slot on: no new value
+                    here = [v for v in passed[arg.arg] if not _self_copy(ast.Name(arg.arg), v)]
+                    if here:  # an empty list would make every test hold
+                        values.setdefault(arg.arg, []).extend(here)
                 else:
                     values.setdefault(arg.arg, []).append(ast.Name(_UNKNOWN))
         elif isinstance(node, ast.Dict):
@@ -308,7 +328,11 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
                     used_as_device(kw.value)
                     if kw.arg == "map_location" and (slot := _slot(kw.value)) is not None:
                         map_location.add(slot)
-                elif kw.arg is not None and name not in ("add_argument",):
+                elif (
+                    kw.arg is not None
+                    and name not in ("add_argument",)
+                    and not _self_copy(ast.Name(kw.arg), kw.value)  # f(rank=rank): nothing new
+                ):
                     values.setdefault(kw.arg, []).append(kw.value)  # dict(x=...), Config(x=...)
             if name in ("to", "cuda", "device") and node.args:
                 used_as_device(node.args[0])

@@ -261,3 +261,27 @@ def test_parameters_are_not_followed_where_callers_are_unknown():
     for code in (not_a_script, escapes, launcher_calls_it):
         # `.to(gpu)` and `.to(self.gpu)` unsafe (a hint in the name), `.to(k * 2 + 1)` left
         assert _to_index_safety(code) == ["unsafe", "unsafe"]
+
+
+def test_a_device_read_from_another_object_is_not_an_index():
+    """word_language_model's ``device = src.device`` then ``.to(device)``: the slot ``device``
+    is copied from another object's attribute, which says nothing about an integer."""
+    code = (
+        "import torch\nclass M(torch.nn.Module):\n"
+        "    def __init__(self, device):\n        self.device = device\n"
+        "    def forward(self, src):\n        device = src.device\n"
+        "        return torch.ones(2).to(device)\n"
+        'if __name__ == "__main__":\n    M(0)\n'
+    )
+    assert "device" not in collect_flow(ast.parse(code)).index_slots
+    check(ReplaceDeviceIndexRule, code, None, statuses=[])
+
+
+def test_a_parameter_only_passed_on_to_itself_gets_no_value():
+    """``f(k)`` with ``k`` unknown: the copy of a slot onto itself proves nothing."""
+    code = (
+        "import torch\ndef f(k):\n    return torch.ones(1).to(k)\n"
+        'if __name__ == "__main__":\n    f(k)\n    f(k=k)\n'
+    )
+    assert "k" not in collect_flow(ast.parse(code)).index_slots
+    assert _to_index_safety(code) == []
