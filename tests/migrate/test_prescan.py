@@ -103,6 +103,7 @@ SKIPPED = {
     "tensor-hints": "import torch\ndef f(x: torch.Tensor) -> torch.Tensor:\n    return x\n",
     "cuda-in-a-name": "self._cuda_graph_capture_health_check()\n",
     "to-dtype": "import torch\ny = x.to(torch.float16)\n",
+    "int-names-elsewhere": "import torch\ndim = 1\ny = x.to(device).sum(dim=dim)\n",
     "to-param-unknown": (
         'import torch\ndef f(k):\n    x.to(k)\nif __name__ == "__main__":\n    f(torch.float16)\n'
     ),

@@ -44,6 +44,7 @@ __all__ = [
     "cst_is_index",
     "cst_slot",
     "format_fields_are_positional",
+    "slot_of",
 ]
 
 #: Device types a device-type string can hold (``torch.device(...).type``).
@@ -87,6 +88,11 @@ class FlowFacts:
 
 
 EMPTY_FLOW = FlowFacts()
+
+
+def slot_of(node: ast.expr) -> str | None:
+    """The slot of an ``ast`` expression (see the module doc), else ``None``."""
+    return _slot(node)
 
 
 def _slot(node: ast.expr) -> str | None:

@@ -21,7 +21,7 @@ import re
 
 import libcst as cst
 
-from tensorsight.migrate._flow import collect_flow, cst_is_index
+from tensorsight.migrate._flow import collect_flow, cst_is_index, slot_of
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
@@ -42,13 +42,39 @@ _NAMED_SLOT = r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*[^\W\d]"
 
 
 def _has_index_names(text: str) -> bool:
-    """Whether the file assigns some name only integers (:attr:`FlowFacts.index_slots`);
-    true when it does not parse (the parser then reports it)."""
+    """Whether some device slot of the file (``.to(x)``, ``device=x``) holds a name the
+    flow prepass knows to be an integer, or integer arithmetic of such names (what
+    :meth:`ReplaceDeviceIndexRule.leave_Call` fixes as safe); true when the file does not
+    parse (the parser then reports it)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return True
-    return bool(collect_flow(tree).index_slots)
+    index = collect_flow(tree).index_slots
+    if not index:
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        slots = [k.value for k in node.keywords if k.arg == "device"]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
+            slots.append(node.args[0])
+        if any(_ast_is_index(v, index) for v in slots):
+            return True
+    return False
+
+
+def _ast_is_index(node: ast.expr, index: frozenset[str]) -> bool:
+    """:func:`~tensorsight.migrate._flow.cst_is_index` on Python's ``ast`` (a superset:
+    any operator, a starred value)."""
+    if isinstance(node, ast.Starred):
+        node = node.value
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _ast_is_index(node.left, index) and _ast_is_index(node.right, index)
+    slot = slot_of(node)
+    return slot is not None and slot in index
 
 
 class ReplaceDeviceIndexRule(MigrationRule):
