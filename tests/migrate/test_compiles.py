@@ -1,6 +1,7 @@
 """Every written file compiles: rules that add arguments merge with the caller's, and a file
 whose migrated code would not compile is a failed result naming the rule, never written."""
 
+import json
 from dataclasses import replace
 
 import libcst as cst
@@ -8,6 +9,7 @@ import pytest
 
 from tensorsight.migrate import migrate, runner
 from tensorsight.migrate.model import Changed, Failed
+from tensorsight.migrate.report import to_json, to_markdown
 from tensorsight.migrate.rule import MigrationRule
 from tensorsight.migrate.rules.accelerator import RULESET
 from tensorsight.migrate.selfcheck import compile_problem
@@ -94,7 +96,10 @@ def test_code_that_does_not_compile_is_failed_naming_the_rule_and_not_written(
     monkeypatch.setattr(runner, "_ruleset", lambda name: broken)
     src = tmp_path / "src"
     src.mkdir()
-    bad = "import torch\nok = torch.cuda.is_available()\nx = torch.zeros(2, device=d)\n"
+    bad = (
+        "import torch\nok = torch.cuda.is_available()\nx = torch.zeros(2, device=d)\n"
+        'sd = torch.load("m.pt")\n'
+    )
     good = "import torch\nok = torch.cuda.is_available()\n"
     (src / "bad.py").write_text(bad)
     (src / "good.py").write_text(good)
@@ -107,6 +112,19 @@ def test_code_that_does_not_compile_is_failed_naming_the_rule_and_not_written(
     assert "rule test/repeat-keyword" in failed.error
     assert "accelerator/availability" not in failed.error  # the innocent rule is not blamed
     assert (tmp_path / "out" / "bad.py").read_text() == bad  # the original, not the broken code
+    # its sites stay in the report, none of them applied; drift of unapplied rewrites is not said
+    rows = [(s.line, s.rule_id, s.status) for s in failed.sites]
+    assert rows == [
+        (2, "accelerator/availability", "manual"),
+        (3, "test/repeat-keyword", "manual"),
+        (4, "accelerator/map-location", "manual"),
+    ]
+    assert all(s.message.startswith("Not applied: the file was not written") for s in failed.sites)
+    assert set(failed.sites) <= set(report.sites)
+    assert report.counts()["rewritten"] == 1  # good.py's only
+    assert "Its 3 site(s) are listed below, not applied." in to_markdown(report)
+    entry = next(f for f in json.loads(to_json(report))["files"] if f["path"] == "bad.py")
+    assert entry == {"path": "bad.py", "kind": "failed", "error": failed.error, "sites": 3}
 
 
 def test_healthy_file_is_changed_not_failed(tmp_path):

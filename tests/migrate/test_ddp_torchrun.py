@@ -47,7 +47,9 @@ SCRIPT = textwrap.dedent(
     dist.barrier()
     loc = "cuda:{}".format(local_rank)
     state = torch.load(path, map_location=loc)
-    print("ok", dist.get_rank(), dist.get_backend(), device_type, sorted(state), flush=True)
+    line = f"ok {dist.get_rank()} {dist.get_backend()} {device_type} {sorted(state)}"
+    with open(os.path.join(args.out, f"rank{dist.get_rank()}.txt"), "w") as f:
+        f.write(line)  # one file a rank: printed lines of two processes can interleave
     dist.destroy_process_group()
     """
 )
@@ -83,7 +85,8 @@ def test_migrated_ddp_script_trains_on_two_cpu_processes(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     for rank in (0, 1):
-        assert f"ok {rank} gloo cpu ['bias', 'weight']" in proc.stdout
+        line = (tmp_path / f"rank{rank}.txt").read_text()
+        assert line == f"ok {rank} gloo cpu ['bias', 'weight']"
 
 
 def test_ddp_device_ids_planted_and_fixed_in_a_one_process_gloo_group():

@@ -37,6 +37,11 @@ MATCHING = {
     "device-type-test": "device_type = 'cuda' if 'cuda' in device else 'cpu'\n",
     "fused-optimizer": "import torch\nopt = torch.optim.AdamW(ps, fused=True)\n",
     "to-index-flow": "n = 0\nx = x.to(n)\n",
+    "to-index-param": (
+        "import torch.multiprocessing as mp\ndef f(k):\n    x.to(k)\n"
+        "def g(n):\n    y.to(n + 1)\n"
+        'if __name__ == "__main__":\n    mp.spawn(f, nprocs=2)\n    g(n=0)\n'
+    ),
     "availability": "import torch\nok = torch.cuda.is_available()\n",
     "device-count": "import torch\nn = torch.cuda.device_count()\n",
     "set-device": "import torch\ntorch.cuda.set_device(0)\n",
@@ -98,6 +103,10 @@ SKIPPED = {
     "tensor-hints": "import torch\ndef f(x: torch.Tensor) -> torch.Tensor:\n    return x\n",
     "cuda-in-a-name": "self._cuda_graph_capture_health_check()\n",
     "to-dtype": "import torch\ny = x.to(torch.float16)\n",
+    "int-names-elsewhere": "import torch\ndim = 1\ny = x.to(device).sum(dim=dim)\n",
+    "to-param-unknown": (
+        'import torch\ndef f(k):\n    x.to(k)\nif __name__ == "__main__":\n    f(torch.float16)\n'
+    ),
     "nested-braces": 'import torch\nprint(f"{x:{width}} it\'s {{literal}}")\n',
 }
 

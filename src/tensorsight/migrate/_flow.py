@@ -10,7 +10,11 @@ a subscript, so ``backend``, ``args.backend``, ``self.backend``, ``cfg["backend"
 dataclass field ``backend: str = ...`` and the argparse option ``--backend`` (whose
 ``dest`` is ``backend``) are one slot. The analysis is flow-insensitive and
 intra-file, which is what makes it cheap; a question it cannot answer gets no answer
-(``False``), and the rule then reports the site instead of rewriting it.
+(``False``), and the rule then reports the site instead of rewriting it. Parameters get
+the values that their call sites in the file pass, but only in a script (a module with
+an ``if __name__ == "__main__":`` block, whose functions are taken not to be called from
+other files): see :func:`_call_site_values` (``mp.spawn`` targets, constructors,
+launchers that pass a function on to ``mp.spawn``); elsewhere a parameter is unknown.
 
 Example:
     >>> import ast
@@ -37,14 +41,21 @@ __all__ = [
     "FlowFacts",
     "argparse_dest",
     "collect_flow",
+    "cst_is_index",
     "cst_slot",
     "format_fields_are_positional",
+    "slot_of",
 ]
 
 #: Device types a device-type string can hold (``torch.device(...).type``).
 DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "npu", "hpu", "mtia", "meta", "xla"})
 _BACKEND_CALLS = ("init_process_group", "new_group")
 _INDEX_CALLS = ("int", "get_rank", "get_local_rank", "current_device", "current_device_index")
+_INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+#: ``torch.multiprocessing.spawn(fn, args=(...))`` calls ``fn(i, *args)``, ``i`` the
+#: process index; so does ``start_processes``.
+_SPAWNS = ("spawn", "start_processes")
+_UNKNOWN = "?"
 
 
 @dataclass(frozen=True)
@@ -57,8 +68,9 @@ class FlowFacts:
             the first argument of ``.to(...)``, ``.cuda(...)`` and ``torch.device(...)``.
         map_location_slots: Slots passed as ``map_location=`` of a load.
         index_slots: Slots every assignment of which is an integer (``int(...)``, an int
-            literal, ``dist.get_rank()``, ``LOCAL_RANK``...): in a device slot they are a
-            device index.
+            literal, ``dist.get_rank()``, ``LOCAL_RANK``, integer arithmetic of those, a
+            script function's parameter every call of which passes one, the first
+            parameter of an ``mp.spawn`` target): in a device slot they are a device index.
         device_type_slots: Slots every assignment of which is a device type
             (``x.type``, ``"cpu"``, ``"cuda" if "cuda" in d else "cpu"``).
         cuda_string_slots: Slots assigned a CUDA device string somewhere (``"cuda"``,
@@ -76,6 +88,11 @@ class FlowFacts:
 
 
 EMPTY_FLOW = FlowFacts()
+
+
+def slot_of(node: ast.expr) -> str | None:
+    """The slot of an ``ast`` expression (see the module doc), else ``None``."""
+    return _slot(node)
 
 
 def _slot(node: ast.expr) -> str | None:
@@ -102,6 +119,21 @@ def cst_slot(node: cst.BaseExpression) -> str | None:
             value = index.value.evaluated_value
             return value if isinstance(value, str) else None
     return None
+
+
+_CST_INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+def cst_is_index(node: cst.BaseExpression, index_slots: frozenset[str]) -> bool:
+    """Whether a LibCST expression is an integer by the prepass: an int literal, a name of
+    ``index_slots``, or integer arithmetic of those (``rank * 2 + 1``)."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Name | cst.Attribute):
+        return cst_slot(node) in index_slots
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _CST_INT_OPS):
+        return cst_is_index(node.left, index_slots) and cst_is_index(node.right, index_slots)
+    return False
 
 
 def argparse_dest(option_strings: list[str], dest: str | None) -> str | None:
@@ -169,6 +201,8 @@ def _is_index(node: ast.expr, index_slots: set[str]) -> bool:
         return isinstance(node.value, int) and not isinstance(node.value, bool)
     if isinstance(node, ast.Call):
         return _callee(node) in _INDEX_CALLS
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):  # rank * 2 + 1
+        return _is_index(node.left, index_slots) and _is_index(node.right, index_slots)
     slot = _slot(node)
     return slot is not None and slot in index_slots
 
@@ -197,6 +231,24 @@ def _every(
         known = new
 
 
+def _self_copy(target: ast.expr, value: ast.expr) -> bool:
+    """``self.x = x``, ``x = self.x`` or ``x = x``: the slot keeps what its other values
+    say. (``device = src.device`` is not one: ``src`` is another object.)"""
+
+    def name(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            return node.attr
+        return None
+
+    return name(target) is not None and name(target) == name(value)
+
+
 def collect_flow(tree: ast.Module) -> FlowFacts:
     """Run the flow prepass over one module's ``ast``.
 
@@ -212,14 +264,17 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
     cuda: set[str] = set()
     indexed: set[str] = set()
     values: dict[str, list[ast.expr]] = {}
+    parameters = _call_site_values(tree)
 
     def assigned(target: ast.expr, value: ast.expr) -> None:
+        if _self_copy(target, value):
+            return
         slot = _slot(target)
         if slot is None:
             if isinstance(target, ast.Tuple | ast.List):
                 for t in target.elts:
                     if (s := _slot(t)) is not None:
-                        values.setdefault(s, []).append(ast.Name("?"))  # unknown value
+                        values.setdefault(s, []).append(ast.Name(_UNKNOWN))  # unknown value
             return
         values.setdefault(slot, []).append(value)
         found = _cuda_string(value)
@@ -246,14 +301,19 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
                 if isinstance(node, ast.NamedExpr):
                     assigned(target, node.value)
                 elif (slot := _slot(target)) is not None:
-                    values.setdefault(slot, []).append(ast.Name("?"))
+                    values.setdefault(slot, []).append(ast.Name(_UNKNOWN))
         elif isinstance(node, ast.arguments):
+            passed = parameters.get(id(node), {})
             for arg in [*node.posonlyargs, *node.args, *node.kwonlyargs]:
                 hint = arg.annotation
                 if isinstance(hint, ast.Name) and hint.id == "int":
                     values.setdefault(arg.arg, []).append(ast.Constant(0))
+                elif arg.arg in passed:  # setup(rank) passes the slot on: no new value
+                    here = [v for v in passed[arg.arg] if not _self_copy(ast.Name(arg.arg), v)]
+                    if here:  # an empty list would make every test hold
+                        values.setdefault(arg.arg, []).extend(here)
                 else:
-                    values.setdefault(arg.arg, []).append(ast.Name("?"))
+                    values.setdefault(arg.arg, []).append(ast.Name(_UNKNOWN))
         elif isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
                 if (k := _str(key)) is not None:
@@ -274,7 +334,11 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
                     used_as_device(kw.value)
                     if kw.arg == "map_location" and (slot := _slot(kw.value)) is not None:
                         map_location.add(slot)
-                elif kw.arg is not None and name not in ("add_argument",):
+                elif (
+                    kw.arg is not None
+                    and name not in ("add_argument",)
+                    and not _self_copy(ast.Name(kw.arg), kw.value)  # f(rank=rank): nothing new
+                ):
                     values.setdefault(kw.arg, []).append(kw.value)  # dict(x=...), Config(x=...)
             if name in ("to", "cuda", "device") and node.args:
                 used_as_device(node.args[0])
@@ -284,7 +348,7 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
                 dest = argparse_dest(opts, dest_kw)
                 default = next((k.value for k in node.keywords if k.arg == "default"), None)
                 if dest is not None:
-                    values.setdefault(dest, []).append(default or ast.Name("?"))
+                    values.setdefault(dest, []).append(default or ast.Name(_UNKNOWN))
                     if default is not None and _cuda_string(default) is not None:
                         cuda.add(dest)
     index = _every(values, _is_index)
@@ -298,3 +362,204 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
         cuda_string_slots=frozenset(cuda),
         indexed_slots=frozenset(indexed),
     )
+
+
+_Callable = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+#: One call of a function: its positional arguments, keywords, and how many leading
+#: parameters the call does not pass (``self`` of ``__init__``).
+_CallSite = tuple[list[ast.expr], list[ast.keyword], int]
+
+
+def _is_script(tree: ast.Module) -> bool:
+    """Whether the module has a top-level ``if __name__ == "__main__":`` block."""
+    for stmt in tree.body:
+        test = stmt.test if isinstance(stmt, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.comparators) == 1
+            and _str(test.comparators[0]) == "__main__"
+        ):
+            return True
+    return False
+
+
+def _own_functions(tree: ast.Module) -> dict[str, _Callable]:
+    """Functions (not methods) and classes defined once in the module, undecorated, whose
+    name is bound nowhere else (no assignment, import, parameter or second ``def``)."""
+    found: dict[str, list[_Callable]] = {}
+    methods: set[int] = set()
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            methods.update(id(s) for s in node.body)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if id(node) not in methods:
+                found.setdefault(node.name, []).append(node)
+            elif isinstance(node, ast.ClassDef):
+                bound.add(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bound.update(node.names)
+    out: dict[str, _Callable] = {}
+    for name, defs in found.items():
+        node = defs[0]
+        if len(defs) != 1 or name in bound or node.decorator_list:
+            continue
+        if isinstance(node, ast.ClassDef) and (
+            node.keywords or _init(node) is None or _member(node, "__new__") is not None
+        ):
+            continue
+        out[name] = node
+    return out
+
+
+def _member(cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+            return stmt
+    return None
+
+
+def _init(cls: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    init = _member(cls, "__init__")
+    return None if init is None or init.decorator_list else init
+
+
+def _bind(args: ast.arguments, site: _CallSite) -> dict[str, ast.expr] | None:
+    """The argument each parameter gets at one call site (its default where not passed),
+    or ``None`` where the call cannot be read (``*xs``, ``**kw``, a bad arity)."""
+    pos, keywords, skip = site
+    if any(isinstance(a, ast.Starred) for a in pos) or any(k.arg is None for k in keywords):
+        return None
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional[::-1]], args.defaults[::-1], strict=False))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)
+    positional = positional[skip:]
+    if len(pos) > len(positional) and args.vararg is None:
+        return None
+    bound = {p.arg: a for p, a in zip(positional, pos, strict=False)}
+    for keyword in keywords:
+        if keyword.arg is not None:
+            bound[keyword.arg] = keyword.value
+    for param in [*positional, *args.kwonlyargs]:
+        if param.arg not in bound:
+            if param.arg not in defaults:
+                return None
+            bound[param.arg] = defaults[param.arg]
+    return bound
+
+
+def _spawn_site(call: ast.Call) -> _CallSite:
+    """``spawn(fn, args=(a, b))`` as a call ``fn(<index>, a, b)``."""
+    extra: ast.expr | None = call.args[1] if len(call.args) > 1 else None
+    extra = next((k.value for k in call.keywords if k.arg == "args"), extra)
+    if extra is None:
+        rest: list[ast.expr] = []
+    elif isinstance(extra, ast.Tuple | ast.List):
+        rest = list(extra.elts)
+    else:
+        rest = [ast.Starred(extra)]  # unreadable: the call is not followed
+    return [ast.Constant(0), *rest], [], 0
+
+
+def _is_spawn(call: ast.Call) -> bool:
+    return _callee(call) in _SPAWNS and bool(call.args) and isinstance(call.args[0], ast.Name)
+
+
+def _call_site_values(tree: ast.Module) -> dict[int, dict[str, list[ast.expr]]]:
+    """The values the parameters of a script's own functions get at their call sites.
+
+    Keyed by ``id`` of the function's ``ast.arguments``. Only in a script (a module with an
+    ``if __name__ == "__main__":`` block, so its functions are not called from elsewhere),
+    only for functions of :func:`_own_functions` whose every use in the module is a call
+    that can be read, a ``torch.multiprocessing.spawn`` target (its first parameter the
+    process index), or an argument to a parameter of such a function that is only used as
+    a spawn target (``run_demo(demo_basic, 8)``). A function used any other way, or never
+    called, is not followed: its parameters stay unknown.
+    """
+    if not _is_script(tree):
+        return {}
+    functions = _own_functions(tree)
+    sites: dict[str, list[_CallSite]] = {name: [] for name in functions}
+    handled: set[int] = set()
+    passed: list[tuple[str, str, int | str]] = []  # (function, callee, position or keyword)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in functions:
+            handled.add(id(func))
+            skip = 1 if isinstance(functions[func.id], ast.ClassDef) else 0
+            sites[func.id].append((node.args, node.keywords, skip))
+            for i, a in enumerate(node.args):
+                if isinstance(a, ast.Name) and a.id in functions:
+                    passed.append((a.id, func.id, i + skip))
+                    handled.add(id(a))
+            for k in node.keywords:
+                if isinstance(k.value, ast.Name) and k.value.id in functions and k.arg:
+                    passed.append((k.value.id, func.id, k.arg))
+                    handled.add(id(k.value))
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Name) and first.id in functions:
+            if _is_spawn(node):
+                sites[first.id].append(_spawn_site(node))
+                handled.add(id(first))
+            elif isinstance(func, ast.Name) and func.id == "super":
+                handled.add(id(first))  # super(Net, self).__init__()
+    escaped = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id in functions and id(node) not in handled
+    }
+    for name, callee, where in passed:
+        spawned = _spawned_by(functions[callee], where)
+        if spawned is None:
+            escaped.add(name)
+        else:
+            sites[name].extend(spawned)
+    out: dict[int, dict[str, list[ast.expr]]] = {}
+    for name, node in functions.items():
+        target_def = _init(node) if isinstance(node, ast.ClassDef) else node
+        if name in escaped or not sites[name] or target_def is None:
+            continue
+        binds = [_bind(target_def.args, site) for site in sites[name]]
+        readable = [b for b in binds if b is not None]
+        if len(readable) != len(binds):
+            continue
+        params: dict[str, list[ast.expr]] = {}
+        for b in readable:
+            for param, value in b.items():
+                params.setdefault(param, []).append(value)
+        out[id(target_def.args)] = params
+    return out
+
+
+def _spawned_by(node: _Callable, where: int | str) -> list[_CallSite] | None:
+    """The spawn calls through which function ``node`` calls the function passed as its
+    parameter ``where``, or ``None`` when that parameter is used any other way."""
+    if isinstance(node, ast.ClassDef):
+        return None
+    positional = [*node.args.posonlyargs, *node.args.args]
+    if isinstance(where, int):
+        if where >= len(positional):
+            return None
+        name = positional[where].arg
+    else:
+        name = where
+    spawns: list[_CallSite] = []
+    uses = 0
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and inner.id == name:
+            uses += 1
+        elif isinstance(inner, ast.Call) and _is_spawn(inner):
+            first = inner.args[0]
+            if isinstance(first, ast.Name) and first.id == name:
+                spawns.append(_spawn_site(inner))
+    return spawns if spawns and uses == len(spawns) else None

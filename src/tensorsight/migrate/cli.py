@@ -140,7 +140,8 @@ def _summary(report: Any, written: list[Path]) -> None:
         file=err,
     )
     for f in report.failed:
-        print(f"  failed: {f.path} {f.error}", file=err)
+        listed = f" ({len(f.sites)} site(s) listed, not applied)" if f.sites else ""
+        print(f"  failed: {f.path} {f.error}{listed}", file=err)
     for problem in report.check_problems:
         print(f"  self-check: {problem}", file=err)
     if c["manual"] and not report.unsafe_fixes:

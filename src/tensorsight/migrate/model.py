@@ -42,7 +42,7 @@ __all__ = [
     "VerifyResult",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # 1 also covers ``files[].sites`` of failed files (added, optional)
 
 Status = Literal["rewritten", "manual", "unsupported", "kept"]
 Safety = Literal["safe", "unsafe", "none"]
@@ -119,10 +119,19 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Failed:
-    """A file that could not be read or parsed; ``error`` is one sentence naming the cause."""
+    """A file that could not be read, parsed or migrated; it is not written.
+
+    Attributes:
+        path: Path relative to the migrated root.
+        error: One sentence naming the cause.
+        sites: The sites the rules found when the file parsed but its migrated code was
+            refused (it did not compile): none was applied, so fixes are listed as
+            ``manual`` with the reason; empty for a file that could not be read or parsed.
+    """
 
     path: str
     error: str
+    sites: tuple[Site, ...] = ()
     kind: Literal["failed"] = "failed"
 
 
@@ -180,7 +189,7 @@ class MigrationReport:
         """All sites of all files, in file then source order."""
         out: list[Site] = []
         for result in self.files:
-            if isinstance(result, Changed | Unchanged):
+            if isinstance(result, Changed | Unchanged | Failed):
                 out.extend(result.sites)
         out.extend(self.extra_sites)
         return tuple(out)

@@ -44,7 +44,7 @@ def to_markdown(report: MigrationReport) -> str:
         " {manual} | {unsupported} | {kept} |".format(**counts),
         "",
     ]
-    problems = [(r.path, r.error) for r in report.failed]
+    problems = [(r.path, r.error + _not_applied(r)) for r in report.failed]
     problems += [(p, "self-check: " + p) for p in report.check_problems]
     if problems or report.verify is not None:
         lines += ["## Problems", ""]
@@ -75,6 +75,11 @@ def to_markdown(report: MigrationReport) -> str:
     return "\n".join(lines)
 
 
+def _not_applied(failed: Failed) -> str:
+    n = len(failed.sites)
+    return f" Its {n} site(s) are listed below, not applied." if n else ""
+
+
 def to_csv(report: MigrationReport) -> str:
     """One row per site with the columns of :data:`COLUMNS`."""
     buf = io.StringIO()
@@ -94,6 +99,7 @@ def to_json(report: MigrationReport) -> str:
             entry["check_problems"] = list(r.check_problems)
         elif isinstance(r, Failed):
             entry["error"] = r.error
+            entry["sites"] = len(r.sites)  # listed in "sites", not applied
         elif isinstance(r, Skipped):
             entry["reason"] = r.reason
         files.append(entry)

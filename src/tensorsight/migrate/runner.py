@@ -12,7 +12,7 @@ import os
 import tokenize
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -180,6 +180,7 @@ def migrate_file(
             job.rel,
             f"was not written: the migrated code {broken}, produced by {culprit}; "
             "this is a tensorsight bug, please report it.",
+            _not_applied(result.sites),
         )
     problems = check_introduced(
         code,
@@ -189,6 +190,22 @@ def migrate_file(
         touched=result.touched,
     )
     return Changed(job.rel, result.sites, code, result.new_code, problems, encoding)
+
+
+_NOT_APPLIED = "Not applied: the file was not written (its migrated code did not compile). "
+
+
+def _not_applied(sites: Sequence[Site]) -> tuple[Site, ...]:
+    """The sites of a refused file: its fixes listed as ``manual``, drift rows (about
+    rewrites that did not happen) dropped."""
+    out: list[Site] = []
+    for site in sites:
+        if site.status == "kept" and site.message.startswith("Drift:"):
+            continue
+        if site.status == "rewritten":
+            site = replace(site, status="manual", message=_NOT_APPLIED + site.message)
+        out.append(site)
+    return tuple(out)
 
 
 def _culprit(

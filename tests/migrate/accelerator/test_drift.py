@@ -50,6 +50,7 @@ def test_no_drift_row_without_drift():
     assert not [s for s in out.sites if s.message.startswith("Drift:")]
 
 
-def test_unapplied_unsafe_fix_gets_no_drift_row():
-    out = run("accelerator", 'import torch\nsd = torch.load("m.pt", map_location="cuda:1")\n')
+def test_unapplied_fix_gets_no_drift_row():
+    """map-location drifts where it adds a location; a location it leaves is only listed."""
+    out = run("accelerator", 'import torch\nsd = torch.load("m.pt", map_location="cuda:%d" % i)\n')
     assert [s.status for s in out.sites] == ["manual"]

@@ -200,3 +200,88 @@ def test_integer_names_make_to_index_safe():
     mixed = before + "        self.gpu_id = torch.device('cpu')\n"
     out = check(ReplaceDeviceIndexRule, mixed, None)
     assert out.sites[0].safety == "unsafe"
+
+
+SPAWN_SCRIPT = (
+    "import torch\nimport torch.multiprocessing as mp\n"
+    "class Worker:\n"
+    "    def __init__(self, model, gpu):\n"
+    "        self.gpu = gpu\n"
+    "        self.model = model.to(gpu)\n"
+    "    def step(self, x):\n"
+    "        return self.model(x.to(self.gpu))\n"
+    "def work(k, world):\n"
+    "    w = Worker(torch.nn.Linear(2, 2), k)\n"
+    "    w.step(torch.randn(1, 2).to(k * 2 + 1))\n"
+    "def launch(fn, world):\n"
+    "    mp.spawn(fn, args=(world,), nprocs=world)\n"
+    'if __name__ == "__main__":\n'
+    "    launch(work, 2)\n"
+)
+
+
+def _to_index_safety(code: str) -> list[str]:
+    return [s.safety for s in run(ReplaceDeviceIndexRule, code).sites]
+
+
+def test_parameters_fed_by_spawn_and_int_call_sites_are_indices():
+    """``mp.spawn(fn)`` through a launcher parameter, a constructor argument, ``self.gpu``."""
+    flow = collect_flow(ast.parse(SPAWN_SCRIPT))
+    assert {"k", "gpu", "world"} <= flow.index_slots
+    out = run(ReplaceDeviceIndexRule, SPAWN_SCRIPT)
+    assert [s.safety for s in out.sites] == ["safe"] * 3
+    assert "model.to(torch.device(_device.type, gpu))" in out.new_code
+    assert "x.to(torch.device(_device.type, self.gpu))" in out.new_code
+    assert ".to(torch.device(_device.type, k * 2 + 1))" in out.new_code
+
+
+def test_int_call_sites_of_a_script_function():
+    script = (
+        "import torch\ndef main(dev, n):\n    m = torch.nn.Linear(n, n).to(dev)\n"
+        'if __name__ == "__main__":\n    dev = 0\n    main(dev, n=3)\n'
+    )
+    assert _to_index_safety(script) == ["safe"]
+    # one call site passing a device is enough to leave it alone (no hint in the name)
+    assert _to_index_safety(script + "    main(torch.device('cpu'), 3)\n") == []
+
+
+def test_parameters_are_not_followed_where_callers_are_unknown():
+    """Planted cases: not a script, a function that escapes, an unreadable call."""
+    not_a_script = SPAWN_SCRIPT.replace('if __name__ == "__main__":\n    ', "")
+    assert "k" not in collect_flow(ast.parse(not_a_script)).index_slots
+    escapes = SPAWN_SCRIPT + "    handlers = [work]\n"
+    assert "k" not in collect_flow(ast.parse(escapes)).index_slots
+    starred = SPAWN_SCRIPT + "    work(*sys.argv)\n"
+    assert "k" not in collect_flow(ast.parse(starred)).index_slots
+    launcher_calls_it = SPAWN_SCRIPT.replace(
+        "    mp.spawn(fn,", "    fn(torch.device('cpu'), world)\n    mp.spawn(fn,"
+    )
+    flow = collect_flow(ast.parse(launcher_calls_it))
+    assert "k" not in flow.index_slots
+    for code in (not_a_script, escapes, launcher_calls_it):
+        # `.to(gpu)` and `.to(self.gpu)` unsafe (a hint in the name), `.to(k * 2 + 1)` left
+        assert _to_index_safety(code) == ["unsafe", "unsafe"]
+
+
+def test_a_device_read_from_another_object_is_not_an_index():
+    """word_language_model's ``device = src.device`` then ``.to(device)``: the slot ``device``
+    is copied from another object's attribute, which says nothing about an integer."""
+    code = (
+        "import torch\nclass M(torch.nn.Module):\n"
+        "    def __init__(self, device):\n        self.device = device\n"
+        "    def forward(self, src):\n        device = src.device\n"
+        "        return torch.ones(2).to(device)\n"
+        'if __name__ == "__main__":\n    M(0)\n'
+    )
+    assert "device" not in collect_flow(ast.parse(code)).index_slots
+    check(ReplaceDeviceIndexRule, code, None, statuses=[])
+
+
+def test_a_parameter_only_passed_on_to_itself_gets_no_value():
+    """``f(k)`` with ``k`` unknown: the copy of a slot onto itself proves nothing."""
+    code = (
+        "import torch\ndef f(k):\n    return torch.ones(1).to(k)\n"
+        'if __name__ == "__main__":\n    f(k)\n    f(k=k)\n'
+    )
+    assert "k" not in collect_flow(ast.parse(code)).index_slots
+    assert _to_index_safety(code) == []

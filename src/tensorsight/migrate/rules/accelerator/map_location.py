@@ -2,9 +2,12 @@
 
 Example::
 
-    torch.load(path, map_location="cuda:0")     torch.load(path, map_location=_device)
+    torch.load(path, map_location="cuda")       torch.load(path, map_location=_device)
+    torch.load(path, map_location=f"cuda:{i}")
+        torch.load(path, map_location=f"{_device.type}:{i}" if _device.type != "cpu" else _device)
     torch.load(path, map_location=lambda s, l: s.cuda())   # manual: use map_location=_device
 
+A dict of locations or a ``%``-formatted location that names CUDA is reported.
 Checkpoints saved on CUDA and loaded without ``map_location`` fail on a machine without
 CUDA; such calls get ``map_location=_device`` added.
 """
@@ -15,10 +18,14 @@ import libcst as cst
 
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, cuda_string, device_expr, keyword
+from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/map-location"
-DESCRIPTION = "torch.load map_location='cuda...' (or none) -> map_location=_device."
+DESCRIPTION = (
+    "torch.load map_location='cuda' (or none) -> map_location=_device; 'cuda:N' keeps N "
+    "off the CPU."
+)
 
 
 class ReplaceMapLocationRule(MigrationRule):
@@ -48,25 +55,30 @@ class ReplaceMapLocationRule(MigrationRule):
                     message="Replace the lambda with `map_location=_device` (the prologue device).",
                 )
                 return None
-            value = device_expr(ctx, arg.value, updated.args[i].value, want="device")
-            if value is None:
+            if _cuda_inside(arg.value):  # {"cuda:0": "cuda:%d" % rank}, "cuda:%d" % i
+                ctx.report(
+                    self,
+                    arg.value,
+                    status="manual",
+                    api="torch.load(map_location)",
+                    message="This location names CUDA devices: map onto the prologue device "
+                    '(`f"{_device.type}:{i}" if _device.type != "cpu" else _device`).',
+                )
                 return None
             index = _index(arg.value)
+            want = "device" if index is None else "str"
+            value = device_expr(ctx, arg.value, updated.args[i].value, want=want)
+            if value is None:
+                return None
             message = "Load onto the prologue device."
             if index is not None:
-                # torch.load cannot restore to "cpu:0": map to the device, not an index.
-                ctx.discard(value)
-                value = ctx.device()
-                message += f" The index {index} is dropped (tensors land on the current device)."
-            fixed = ctx.fix(
-                self,
-                arg.value,
-                value,
-                message=message,
-                api="torch.load(map_location)",
-                safety="safe" if index in (None, "0") else "unsafe",
-                why_unsafe="the checkpoint was mapped to a device other than the first one",
-            )
+                # torch.load cannot restore to "cpu:1": keep the index off the CPU only.
+                value = off_cpu(ctx, value, ctx.device()).with_changes(lpar=[], rpar=[])
+                message = (
+                    f"Load onto device {index} of the accelerator found, onto the CPU device "
+                    'on the CPU (torch.load cannot restore to "cpu:1").'
+                )
+            fixed = ctx.fix(self, arg.value, value, message=message, api="torch.load(map_location)")
             args = list(updated.args)
             args[i] = args[i].with_changes(value=fixed)
             return updated.with_changes(args=args)
@@ -111,3 +123,20 @@ def _index(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.FormattedString):
         return "{...}"
     return None
+
+
+def _cuda_inside(node: cst.BaseExpression) -> bool:
+    """A dict or ``%``-formatting of locations that holds a CUDA device string."""
+    if not isinstance(node, cst.Dict | cst.BinaryOperation):
+        return False
+    if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Modulo):
+        return False
+    strings = [n for n in _walk(node) if isinstance(n, cst.SimpleString)]
+    return any(str(s.evaluated_value).startswith("cuda") for s in strings)
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out = [node]
+    for child in node.children:
+        out.extend(_walk(child))
+    return out

@@ -4,7 +4,9 @@
 ``.to(local_rank)`` (a name that looks like a device index) is an unsafe fix: the same
 call with a dtype or device variable must not change; it is safe when every assignment
 of the name in the file is an integer (``local_rank = int(os.environ["LOCAL_RANK"])``,
-see :mod:`tensorsight.migrate._flow`).
+see :mod:`tensorsight.migrate._flow`), also when the name is a parameter of a script's
+function every call of which passes an integer (the ``mp.spawn`` target's first
+parameter is the process index), and for integer arithmetic of such names (``rank * 2``).
 
 Example::
 
@@ -19,7 +21,7 @@ import re
 
 import libcst as cst
 
-from tensorsight.migrate._flow import collect_flow, cst_slot
+from tensorsight.migrate._flow import collect_flow, cst_is_index, slot_of
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
@@ -40,13 +42,39 @@ _NAMED_SLOT = r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*[^\W\d]"
 
 
 def _has_index_names(text: str) -> bool:
-    """Whether the file assigns some name only integers (:attr:`FlowFacts.index_slots`);
-    true when it does not parse (the parser then reports it)."""
+    """Whether some device slot of the file (``.to(x)``, ``device=x``) holds a name the
+    flow prepass knows to be an integer, or integer arithmetic of such names (what
+    :meth:`ReplaceDeviceIndexRule.leave_Call` fixes as safe); true when the file does not
+    parse (the parser then reports it)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return True
-    return bool(collect_flow(tree).index_slots)
+    index = collect_flow(tree).index_slots
+    if not index:
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        slots = [k.value for k in node.keywords if k.arg == "device"]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
+            slots.append(node.args[0])
+        if any(_ast_is_index(v, index) for v in slots):
+            return True
+    return False
+
+
+def _ast_is_index(node: ast.expr, index: frozenset[str]) -> bool:
+    """:func:`~tensorsight.migrate._flow.cst_is_index` on Python's ``ast`` (a superset:
+    any operator, a starred value)."""
+    if isinstance(node, ast.Starred):
+        node = node.value
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _ast_is_index(node.left, index) and _ast_is_index(node.right, index)
+    slot = slot_of(node)
+    return slot is not None and slot in index
 
 
 class ReplaceDeviceIndexRule(MigrationRule):
@@ -71,11 +99,12 @@ class ReplaceDeviceIndexRule(MigrationRule):
                 continue
             value = old.value
             safety: Safety
-            slot = cst_slot(value)
             if isinstance(value, cst.Integer):
                 safety = "safe"
-            elif isinstance(value, cst.Name | cst.Attribute) and slot in ctx.flow.index_slots:
-                safety = "safe"  # every assignment of the name in this file is an integer
+            elif isinstance(value, cst.Name | cst.Attribute | cst.BinaryOperation) and (
+                cst_is_index(value, ctx.flow.index_slots)
+            ):
+                safety = "safe"  # every value of the names in this file is an integer
             elif isinstance(value, cst.Name | cst.Attribute) and _looks_like_index(value):
                 safety = "unsafe"
             else:
