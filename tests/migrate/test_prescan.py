@@ -37,6 +37,21 @@ MATCHING = {
     "device-type-test": "device_type = 'cuda' if 'cuda' in device else 'cpu'\n",
     "fused-optimizer": "import torch\nopt = torch.optim.AdamW(ps, fused=True)\n",
     "to-index-flow": "n = 0\nx = x.to(n)\n",
+    # names without an index hint: only the flow prepass knows they are integers
+    "to-index-copies": (
+        "import os\nwho = int(os.environ['RANK'])\nlocal = who\nshifted = local * 2\n"
+        "x = x.to(shifted)\n"
+    ),
+    "to-index-annotated": "def put(x, r: int):\n    return x.to(r)\n",
+    "to-index-option": (
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--card', type=int, default=0)\nargs = p.parse_args()\n"
+        "x = x.to(args.card)\n"
+    ),
+    "to-index-attribute": (
+        "class T:\n    def __init__(self, x, gid: int):\n        self.gid = gid\n"
+        "        self.x = x.to(self.gid)\n"
+    ),
     "to-index-param": (
         "import torch.multiprocessing as mp\ndef f(k):\n    x.to(k)\n"
         "def g(n):\n    y.to(n + 1)\n"
@@ -264,3 +279,26 @@ def test_confirm_runs_only_where_the_cheap_fields_hold_and_decides():
     assert not scan.wanted("rank = f()\nx.to(rank)\n")
     assert not scan.wanted("x = 1\n")  # no `.to(name)`: confirm is not even asked
     assert seen == ["rank = 0\nx.to(rank)\n", "rank = f()\nx.to(rank)\n"]
+
+
+@pytest.mark.parametrize(
+    ("code", "could"),
+    [
+        ("n = 0\nx.to(n)\n", True),
+        ("a = int(s)\nb = a\nc = b + 1\nx.to(c)\n", True),  # copies and arithmetic
+        ("def f(x, r: int):\n    return x.to(r)\n", True),
+        ("for k in range(2):\n    x.to(k)\n", True),
+        ("x.to(cfg['slot'])\n", True),  # a subscript: its key is the slot
+        ("d = torch.device('cpu')\nx.to(d)\n", False),
+        ("d = x.device\ny.to(d)\n", False),
+        ("x.to(torch.float16)\n", False),
+        ("x = 1\n", False),  # no device slot
+    ],
+)
+def test_the_integer_name_check_is_a_cheap_superset(code, could):
+    """``to-index``'s fast check says no only where the flow prepass finds no integer."""
+    from tensorsight.migrate.rules.accelerator import to_index
+
+    assert to_index._could_be_index(code) is could
+    if not could:
+        assert not to_index._has_index_names(code)

@@ -41,11 +41,62 @@ _SLOT = (
 _NAMED_SLOT = r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*[^\W\d]"
 
 
+#: The name chain in a device slot (``self.gpu_id`` in ``.to(self.gpu_id)``) and what follows.
+_SLOT_NAME = re.compile(r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*([^\W\d][\w.]*)\s*(\[?)")
+
+
+_ASSIGN = r"\b(\w+)\s*(?::[^=\n]*)?[-+*/%]?=(?!=)\s*[-+(\s]*"
+_INT_SOURCE = r"(?:\d|(?:\w+\.)*(?:int|get_rank|get_local_rank|current_device\w*)\s*\()"
+#: Names given an integer directly: ``n = 0``, ``n = int(...)``, ``f(n=0)``, ``n: int``, a dict
+#: key ``"n": 0``; and names bound in ways only the prepass follows (loops, ``with ... as``,
+#: walrus, argparse options): taken as integers here.
+_DIRECT = re.compile(
+    _ASSIGN
+    + _INT_SOURCE
+    + r"|[\"'](\w+)[\"']\s*:\s*[-+(\s]*"
+    + _INT_SOURCE
+    + r"|\b(\w+)\s*:\s*int\b"
+    + r"|\bfor\s+\(?(\w+)|\bas\s+\(?(\w+)|\b(\w+)\s*:=|[\"']-+(\w+)[\"']"
+    + r"|\bdest\s*=\s*[\"'](\w+)"
+)
+#: ``n = a.b.m`` (a copy) or ``n = m * 2`` (arithmetic): ``n`` is an integer if ``m`` is.
+_COPY = re.compile(_ASSIGN + r"(?:\w+\.)*(\w+)\s*(?:[-+*/%,)\]#]|$)", re.M)
+
+
+def _could_be_index(text: str) -> bool:
+    """A cheap superset of what :meth:`ReplaceDeviceIndexRule.leave_Call` fixes by data
+    flow, on the raw text (comments and strings only add candidates): some name in a device
+    slot is, by name, given an integer directly or through copies and arithmetic of such
+    names, or bound in a way only the prepass follows; or the file has an ``if __name__ ==
+    "__main__":`` block (parameters then take their call sites' values)."""
+    names = set()
+    for m in _SLOT_NAME.finditer(text):
+        if m.group(2):
+            return True  # a subscript: the slot is its key (args["rank"])
+        names.add(m.group(1).rsplit(".", 1)[-1])
+    if not names:
+        return False
+    if "__main__" in text:
+        return True
+    ints = {g for groups in _DIRECT.findall(text) for g in groups if g}
+    copies = _COPY.findall(text)
+    for _ in range(8):  # copies of copies; a few rounds reach every chain seen in practice
+        grown = {n for n, m in copies if m in ints} - ints
+        if not grown:
+            break
+        ints |= grown
+    else:
+        return True  # a longer chain than followed here: let the prepass decide
+    return bool(names & ints)
+
+
 def _has_index_names(text: str) -> bool:
     """Whether some device slot of the file (``.to(x)``, ``device=x``) holds a name the
     flow prepass knows to be an integer, or integer arithmetic of such names (what
     :meth:`ReplaceDeviceIndexRule.leave_Call` fixes as safe); true when the file does not
     parse (the parser then reports it)."""
+    if not _could_be_index(text):
+        return False
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
