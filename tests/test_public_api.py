@@ -90,3 +90,17 @@ def test_package_module_forwards_calls_to_its_function():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "tensorsight.migrate.api"]
+
+
+def test_watch_is_the_monitor_function_and_its_package_is_pinned():
+    import tensorsight.monitor
+
+    assert tensorsight.watch is tensorsight.monitor.watch
+    assert tensorsight.monitor.__all__ == [
+        "KINDS",
+        "ON_ANOMALY",
+        "Anomaly",
+        "AnomalyWarning",
+        "Watch",
+        "watch",
+    ]

@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "compare": "tensorsight.compare:compare",
     "Comparison": "tensorsight.compare:Comparison",
     "OpComparison": "tensorsight.compare:OpComparison",
+    "watch": "tensorsight.monitor:watch",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]

@@ -13,6 +13,7 @@ Hierarchy::
     ├── DumpFormatError                  a dump folder is not a valid dump     (capture/)
     ├── CaptureError                     capturing a run failed                (capture/)
     ├── CompareError                     two dumps cannot be compared          (compare/)
+    ├── AnomalyError(FloatingPointError) tensorsight.watch saw NaN/Inf/overflow/... (monitor/)
     └── MigrationError                   a migration cannot run                (migrate/)
 
     InternalError(RuntimeError)          a bug in tensorsight; deliberately *not* a
@@ -29,6 +30,7 @@ cannot apply is a per-file result of a migration.
 from __future__ import annotations
 
 __all__ = [
+    "AnomalyError",
     "CaptureError",
     "CompareError",
     "DumpFormatError",
@@ -86,6 +88,10 @@ class CaptureError(TensorsightError):
 
 class CompareError(TensorsightError):
     """Two dumps cannot be compared."""
+
+
+class AnomalyError(TensorsightError, FloatingPointError):
+    """``tensorsight.watch(..., on_anomaly="raise")`` saw a bad tensor; the message names it."""
 
 
 class MigrationError(TensorsightError):

@@ -1,0 +1,256 @@
+"""tensorsight.watch on a plain loop: what it logs, and what the monitor catches where."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorsight
+from tensorsight.errors import AnomalyError, UsageError
+from tensorsight.monitor import AnomalyWarning
+
+torch = pytest.importorskip("torch")
+
+
+class Poison(torch.nn.Module):
+    """Identity until ``armed``: then it multiplies its input by NaN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+
+    def forward(self, x):
+        return x * math.nan if self.armed else x
+
+
+def _model(dtype=torch.float32):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(4, 64),
+        torch.nn.Tanh(),
+        torch.nn.Linear(64, 8),
+        Poison(),
+        torch.nn.Linear(8, 1),
+    ).to(dtype)
+
+
+def _train(model, opt, w, steps, dtype=torch.float32, before_step=None):
+    gen = torch.Generator().manual_seed(1)
+    losses = []
+    for step in range(steps):
+        if before_step is not None:
+            before_step(step)
+        opt.zero_grad()
+        x = torch.randn(6, 4, generator=gen).to(dtype)
+        loss = model(x).float().pow(2).mean()
+        loss.backward()
+        w.log_loss(loss)
+        losses.append(float(loss.detach()))
+        opt.step()
+    return losses
+
+
+def test_healthy_training_logs_loss_lr_norms_histograms_hparams_and_no_anomaly(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with tensorsight.watch(model, opt, tmp_path, every=2) as w:
+        losses = _train(model, opt, w, 7)
+    assert w.anomalies == []
+    assert w.step == 7
+    assert w.batch_size == 6
+    logdir = tensorsight.read_logdir(tmp_path)
+    tags = logdir.tags(".")
+    loss = logdir.scalars(".", "loss/auto")
+    assert loss.steps.tolist() == [0, 2, 4, 6]
+    np.testing.assert_allclose(loss.values, [losses[i] for i in (0, 2, 4, 6)], rtol=1e-6)
+    np.testing.assert_allclose(logdir.scalars(".", "lr/group0").values, [0.05] * 4, rtol=1e-7)
+    weight = model[0].weight.detach()
+    wn = logdir.scalars(".", "weight_norm/param/0.weight")
+    assert wn.values[-1] == pytest.approx(float(weight.norm()), rel=1e-6)  # after step 6
+    gn = logdir.scalars(".", "grad_norm/param/4.weight")
+    assert gn.values[-1] == pytest.approx(float(model[4].weight.grad.norm()), rel=1e-6)
+    group = logdir.scalars(".", "grad_norm/group0").values[-1]
+    grads = [p.grad.norm() ** 2 for p in model.parameters()]
+    assert group == pytest.approx(math.sqrt(float(sum(grads))), rel=1e-5)
+    # the first five parameters (of six) get histograms
+    assert tags["histograms"] == sorted(
+        ["weight/0.weight", "weight/0.bias", "weight/2.weight", "weight/2.bias", "weight/4.weight"]
+    )
+    hist = logdir.histograms(".", "weight/0.weight")
+    assert [h.step for h in hist] == [0, 2, 4, 6]
+    assert logdir.scalars(".", "monitor/anomalies").values.tolist() == [0.0] * 7
+    assert "monitor/activation_amax/2" in tags["scalars"]
+    assert "monitor/events/text_summary" not in tags["text"]
+    (hp_run,) = [r for r in logdir.runs if r != "."]
+    hp = logdir.hparams(hp_run, logdir.tags(hp_run)["hparams"][0])
+    assert hp  # the experiment record is there
+    assert logdir.scalars(hp_run, "hparam/loss").values[-1] == pytest.approx(losses[-1], rel=1e-6)
+
+
+def test_hooks_are_removed_on_close(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = tensorsight.watch(model, opt, tmp_path)
+    assert model[0]._forward_hooks
+    w.close()
+    w.close()  # twice is fine
+    assert not any(m._forward_hooks for m in model.modules())
+    assert not model._forward_pre_hooks
+    assert not opt._optimizer_step_post_hooks
+    with pytest.raises(UsageError, match="closed"):
+        w.log_loss(1.0)
+
+
+def test_histograms_regex_chooses_the_parameters(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tensorsight.watch(model, opt, tmp_path, every=1, histograms=r"bias$") as w:
+        _train(model, opt, w, 1)
+    tags = tensorsight.read_logdir(tmp_path).tags(".")["histograms"]
+    assert tags == ["weight/0.bias", "weight/2.bias", "weight/4.bias"]
+
+
+def test_planted_nan_is_caught_at_its_module_and_step(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 3
+
+    with (
+        tensorsight.watch(model, opt, tmp_path, every=5) as w,
+        pytest.warns(AnomalyWarning) as caught,
+    ):
+        _train(model, opt, w, 4, before_step=arm)
+    first = w.anomalies[0]
+    assert (first.step, first.kind, first.source, first.where) == (3, "nan", "activation", "3")
+    assert {a.step for a in w.anomalies} == {3}
+    assert {"activation", "grad", "loss"} <= {a.source for a in w.anomalies}
+    message = str(caught[0].message)
+    assert "at step 3, first nan in activation '3' output.0" in message
+    logdir = tensorsight.read_logdir(tmp_path)
+    anomalies = logdir.scalars(".", "monitor/anomalies")
+    assert anomalies.values[:3].tolist() == [0.0, 0.0, 0.0]
+    assert anomalies.values[3] == len(w.anomalies)
+    (event,) = logdir.text(".", "monitor/events/text_summary")
+    assert event.step == 3
+    assert "nan in activation '3' output.0" in event.text
+
+
+def test_planted_fp16_overflow_is_caught_at_the_scaled_layer(tmp_path):
+    model = _model(torch.float16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def scale(step):
+        if step == 2:
+            with torch.no_grad():
+                model[2].weight.mul_(4e5)  # weights stay finite (<= 0.125 * 4e5), outputs do not
+            assert bool(model[2].weight.isfinite().all())
+
+    with (
+        tensorsight.watch(model, opt, tmp_path, on_anomaly="ignore") as w,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error")  # "ignore" means no warning
+        _train(model, opt, w, 3, dtype=torch.float16, before_step=scale)
+    first = w.anomalies[0]
+    assert (first.step, first.kind, first.where, first.dtype) == (2, "overflow", "2", "float16")
+    assert all(a.step == 2 for a in w.anomalies)
+    assert "step 2: overflow in activation '2' output.0 (float16" in first.describe()
+
+
+def test_raise_stops_training_at_the_bad_step(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 1
+
+    with (
+        tensorsight.watch(model, opt, tmp_path, on_anomaly="raise") as w,
+        pytest.raises(AnomalyError, match=r"at step 1, first nan in activation '3'"),
+    ):
+        _train(model, opt, w, 4, before_step=arm)
+    assert w.step == 2  # step 1 completed (the optimizer stepped), then it raised
+    assert isinstance(AnomalyError("x"), FloatingPointError)
+
+
+def test_dump_on_anomaly_records_the_next_step(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    folder = tmp_path / "dump"
+
+    def arm(step):
+        model[3].armed = step >= 2
+
+    with (
+        tensorsight.watch(
+            model, opt, tmp_path / "logs", on_anomaly="raise", dump_on_anomaly=folder
+        ) as w,
+        pytest.raises(AnomalyError, match=r"at step 2.*Step 3 was recorded to"),
+    ):
+        _train(model, opt, w, 6, before_step=arm)
+    assert w.step == 4  # raised after the recorded step 3
+    assert w.dumps == [(3, str(folder))]
+    dump = tensorsight.read_dump(folder)
+    assert dump.steps() == [3]
+    assert dump.complete
+    ops = dump.step(step=3).ops
+    modules = {op.module_path for op in ops}
+    assert {"Sequential.0", "Sequential.2", "Sequential.4"} <= modules
+    assert any(op.direction == "backward" for op in ops)
+    # the monitor's own reductions are not in the dump: step 3 went unchecked for activations
+    assert not any(a.source == "activation" and a.step == 3 for a in w.anomalies)
+
+
+def test_dead_activation_and_gradient_spike(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: only the planted changes
+    with torch.no_grad():
+        model[0].bias.fill_(-100.0)  # ReLU output all zero from the start
+    gen = torch.Generator().manual_seed(2)
+    with tensorsight.watch(model, opt, tmp_path, on_anomaly="ignore", dead_steps=3) as w:
+        for step in range(9):
+            opt.zero_grad()
+            x = torch.randn(5, 4, generator=gen) * (1000.0 if step == 8 else 1.0)
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            w.log_loss(loss)
+            opt.step()
+    dead = [a for a in w.anomalies if a.kind == "dead"]
+    assert {(a.step, a.where) for a in dead if a.source == "activation"} == {(2, "1")}
+    spikes = [a for a in w.anomalies if a.kind == "spike"]
+    assert spikes
+    assert all(a.step == 8 for a in spikes)
+    assert any(a.source == "activation" and a.where == "0" for a in spikes)
+
+
+def test_bad_options_name_the_option(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(UsageError, match="on_anomaly 'loud'"):
+        tensorsight.watch(model, opt, tmp_path, on_anomaly="loud")
+    with pytest.raises(UsageError, match="every 0"):
+        tensorsight.watch(model, opt, tmp_path, every=0)
+    with pytest.raises(UsageError, match="histograms '\\('"):
+        tensorsight.watch(model, opt, tmp_path, histograms="(")
+    with pytest.raises(UsageError, match=r"Expected a torch\.nn\.Module"):
+        tensorsight.watch(object(), opt, tmp_path)
+    with pytest.raises(UsageError, match=r"Expected a torch\.optim\.Optimizer"):
+        tensorsight.watch(model, object(), tmp_path)
+
+
+def test_distributed_rank_writes_its_own_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_rank", lambda group=None: 3)
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tensorsight.watch(model, opt, tmp_path, every=1) as w:
+        _train(model, opt, w, 1)
+    assert w.rank == 3
+    assert w.logdir == str(tmp_path / "rank3")
+    assert "rank3" in tensorsight.read_logdir(tmp_path).runs
