@@ -108,7 +108,7 @@ def _pip_report(*args: str) -> list[dict[str, object]]:
     return installs
 
 
-@pytest.mark.parametrize("extra", ["all", "torch"])
+@pytest.mark.parametrize("extra", ["all", "torch", "lightning", "transformers", "accelerate"])
 def test_installing_an_extra_next_to_a_cpu_torch_adds_no_cuda_and_no_other_torch(extra):
     torch = pytest.importorskip("torch")
     assert torch.__version__.startswith("2.13.0"), torch.__version__  # the dev pin

@@ -1,0 +1,27 @@
+"""Read an adapter's run back the way the board does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import tensorsight
+
+
+def session_hparams(logdir: Any, run: str) -> dict[str, Any]:
+    """The hparam values of ``run`` (its hparams plugin's session start)."""
+    (start,) = logdir.hparams(run, "_hparams_/session_start_info")
+    return dict(start.hparams)
+
+
+def read_run(path: Any) -> tuple[Any, str]:
+    """The logdir at ``path`` and its one run."""
+    logdir = tensorsight.read_logdir(path)
+    (run,) = logdir.runs
+    return logdir, run
+
+
+def values(logdir: Any, run: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
+    series = logdir.scalars(run, tag)
+    return series.steps, series.values

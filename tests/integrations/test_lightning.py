@@ -1,0 +1,144 @@
+"""TensorsightLogger under a real Lightning Trainer: loss, learning rate, hparams and graph
+are in the run; rank-zero by default, every rank in ``rank<r>`` with ``all_ranks``."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import lightning.pytorch as pl
+except ImportError:  # the older distribution name
+    pl = pytest.importorskip(
+        "pytorch_lightning", reason="needs lightning: pip install 'tensorsight[lightning]'"
+    )
+
+from tensorsight.integrations import lightning as adapter  # noqa: E402
+from tensorsight.integrations.lightning import TensorsightLogger  # noqa: E402
+from tests.integrations._read import read_run, session_hparams, values  # noqa: E402
+
+# Lightning's hints about a CPU-only, worker-less run, and its use of a torch API that torch
+# 2.13 deprecates, are not failures of the adapter.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning"),
+    pytest.mark.filterwarnings("ignore:.*does not have many workers.*"),
+    pytest.mark.filterwarnings("ignore:.*GPU available but not used.*"),
+    pytest.mark.filterwarnings("ignore:.*number of training batches.*"),
+]
+
+STEPS = 8
+
+
+class _Regression(pl.LightningModule):
+    def __init__(self, lr: float = 0.05, hidden: int = 8, extra: dict | None = None) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
+        )
+        self.example_input_array = torch.zeros(2, 4)
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        opt = torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def _data() -> torch.utils.data.DataLoader:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 4, generator=gen)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+
+
+def _fit(logger: TensorsightLogger, **module_kwargs) -> None:
+    torch.manual_seed(0)
+    trainer = pl.Trainer(
+        max_steps=STEPS,
+        logger=logger,
+        accelerator="cpu",
+        devices=1,
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        callbacks=[pl.callbacks.LearningRateMonitor(logging_interval="step")],
+    )
+    trainer.fit(_Regression(**module_kwargs), _data())
+
+
+def test_a_fit_writes_loss_learning_rate_hparams_and_graph(tmp_path):
+    logger = TensorsightLogger(tmp_path, name="tiny")
+    _fit(logger, extra={"opt": {"momentum": 0.0}, "layers": [4, 8, 1]})
+
+    logdir, run = read_run(tmp_path)
+    assert run == "tiny/version_0"
+    assert logger.log_dir == os.path.join(str(tmp_path), "tiny", "version_0")
+
+    steps, loss = values(logdir, run, "train_loss")
+    assert list(steps) == list(range(STEPS))
+    assert np.isfinite(loss).all()
+    assert loss[-1] < loss[0]  # it trained
+
+    lr_tag = next(t for t in logdir.tags(run)["scalars"] if t.startswith("lr-"))
+    _, lr = values(logdir, run, lr_tag)
+    assert lr[0] == pytest.approx(0.05)
+    assert lr[-1] == pytest.approx(0.025)  # StepLR halved it after 4 steps
+
+    hparams = session_hparams(logdir, run)
+    assert hparams["lr"] == pytest.approx(0.05)
+    assert hparams["hidden"] == 8
+    assert hparams["extra/opt/momentum"] == 0.0  # nested dicts flattened
+    assert hparams["extra/layers"] == "[4, 8, 1]"  # lists kept readable
+
+    graph = logdir.graph(run)
+    assert graph is not None
+    ops = {node.op for node in graph.nodes}
+    assert any("addmm" in op or "linear" in op for op in ops), ops
+    assert any(node.module_path.startswith("net") for node in graph.nodes)
+
+
+def test_the_next_run_gets_the_next_version(tmp_path):
+    TensorsightLogger(tmp_path, name="exp").log_metrics({"a": 1.0}, step=0)
+    second = TensorsightLogger(tmp_path, name="exp")
+    assert second.version == 1
+    assert TensorsightLogger(tmp_path, name="exp", version="baseline").log_dir.endswith(
+        os.path.join("exp", "baseline")
+    )
+
+
+def test_rank_zero_by_default_other_ranks_write_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(adapter.rank_zero_only, "rank", 1)
+    logger = TensorsightLogger(tmp_path, name="exp", version=0)
+    logger.log_metrics({"loss": 1.0}, step=0)
+    logger.log_hyperparams({"lr": 0.1})
+    logger.experiment.add_scalar("x", 1.0, 0)  # a no-op object, not an error
+    logger.finalize("success")
+    assert not (tmp_path / "exp").exists()
+
+
+def test_all_ranks_writes_each_rank_in_its_own_run(tmp_path, monkeypatch):
+    for rank in (0, 1):
+        monkeypatch.setattr(adapter.rank_zero_only, "rank", rank)
+        logger = TensorsightLogger(tmp_path, name="exp", all_ranks=True)
+        assert logger.version == 0  # both ranks agree without talking
+        logger.log_metrics({"loss": float(rank), "bad": float("nan")}, step=3)
+        logger.finalize("success")
+    import tensorsight
+
+    logdir = tensorsight.read_logdir(tmp_path)
+    assert logdir.runs == ["exp/version_0/rank0", "exp/version_0/rank1"]
+    assert list(logdir.scalars("exp/version_0/rank1", "loss").values) == [1.0]
+    assert np.isnan(logdir.scalars("exp/version_0/rank0", "bad").values[0])  # NaN kept
