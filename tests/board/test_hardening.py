@@ -221,3 +221,74 @@ def test_a_link_from_another_site_still_opens_the_front_end(client):
     r = client.get("/", headers={"Sec-Fetch-Site": "cross-site"})
     assert r.status_code in (200, 503)  # 503: front end not built in this checkout
     assert r.headers["content-type"].startswith("text/html")
+
+
+class _StuckLogdir:
+    """A real logdir provider whose reads of one kind wait until released."""
+
+    def __init__(self, logdir, method: str) -> None:
+        from tensorsight.data import LogdirProvider
+
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        provider = LogdirProvider(logdir)
+        provider.reload()
+        real = getattr(provider, method)
+
+        def stuck(*args, **kwargs):
+            self.entered.set()
+            self.release.wait(60)
+            return real(*args, **kwargs)
+
+        setattr(provider, method, stuck)
+        self.provider = provider
+
+
+@pytest.fixture(scope="module")
+def every_kind_logdir(tmp_path_factory):
+    import numpy as np
+
+    import tensorsight
+
+    root = tmp_path_factory.mktemp("kinds")
+    with tensorsight.SummaryWriter(root / "train") as w:
+        for step in range(3):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+            w.add_histogram("weights", np.linspace(-1, 1, 64) * (step + 1), step)
+            w.add_image("sample", np.full((3, 4, 4), 0.5 * step / 2), step)
+            w.add_text("note", f"step {step}", step)
+            w.add_tensor("act", np.arange(6, dtype=np.float32).reshape(2, 3) * step, step)
+        w.add_hparams({"lr": 0.1}, {"hparam/final_loss": 0.3})
+    return root
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params"),
+    [
+        ("read_scalars", "scalars/series", {"run": "train", "tag": "loss"}),
+        ("read_histograms", "histograms/series", {"run": "train", "tag": "weights"}),
+        ("read_images", "images/list", {"run": "train", "tag": "sample"}),
+        ("read_text", "text/series", {"run": "train", "tag": "note/text_summary"}),
+        ("read_tensors", "tensors/steps", {"run": "train", "tag": "act"}),
+        ("read_hparams", "hparams/table", {"run": "train"}),
+    ],
+)
+def test_a_slow_read_of_any_view_leaves_the_board_answering(
+    every_kind_logdir, method, path, params
+):
+    """Issue 20: ``/api/runs`` answers while any single view request is stuck in its read."""
+    stuck = _StuckLogdir(every_kind_logdir, method)
+    with board_server(stuck.provider) as url, ThreadPoolExecutor(1) as pool:
+        try:
+            slow = pool.submit(
+                httpx.get, f"{url}/api/views/{path}", params=params, timeout=LIVENESS_S * 3
+            )
+            assert stuck.entered.wait(LIVENESS_S), f"{path} never read through {method}"
+            runs = httpx.get(f"{url}/api/runs", timeout=LIVENESS_S)
+            assert runs.status_code == 200
+            assert "train" in [r["name"] for r in runs.json()["runs"]]
+            assert not slow.done()  # still waiting on its read, in a worker thread
+        finally:
+            stuck.release.set()
+        r = slow.result()
+        assert r.status_code == 200, r.text
