@@ -67,7 +67,10 @@ def _script(tmp_path: Path, name: str = "train.py", api: str | None = None) -> P
 
 
 def _env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONWARNINGS": "ignore", **extra}
+    # ``python`` in a command line means this interpreter, as in an activated environment
+    # (CI runs .venv/bin/pytest without activating it: PATH's python has no torch)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, "PATH": path, "PYTHONWARNINGS": "ignore", **extra}
 
 
 def _dump(tmp_path: Path, *args: str, env: dict[str, str] | None = None):

@@ -169,3 +169,28 @@ def test_statistics_rows_of_divisions_get_the_denominators_conditioning(op, deno
     if verdict == "warning":
         assert "ill-conditioned" in out.reason
         assert "mode='tensor'" in out.reason
+
+
+def test_a_large_sum_whose_inputs_agree_is_an_error_in_statistics_mode():
+    """Review finding: K > AMP_CAP once turned any statistics error of a big reduction into
+    an "ill-conditioned" warning, even with exact inputs."""
+
+    def stats_row(tensor, diff, shape, mean, std):
+        return OpComparison(
+            3, "aten.sum.default", "", "forward", tensor, shape, shape, "float32", "float32",
+            mode="statistics", norm_rel_diff=diff, mean_bench=mean, std_bench=std,
+            min_bench=mean - 3 * std, max_bench=mean + 3 * std,
+        )  # fmt: skip
+
+    ins = [stats_row("input.0", 0.0, (100_000,), 0.0, 1.0)]
+    _, [out] = get_profile(None).judge_op(
+        "aten.sum.default", ins, [stats_row("output.0", 2.0, (), 300.0, 0.0)], JudgeState()
+    )
+    assert out.verdict == "error", out.reason
+    # the same sum with inputs that differ a little, cancelling to ~0: ill-conditioned, said
+    ins = [stats_row("input.0", 4e-3, (24,), 0.0, 1.0)]
+    _, [out] = get_profile(None).judge_op(
+        "aten.sum.default", ins, [stats_row("output.0", 500.0, (), 1e-6, 0.0)], JudgeState()
+    )
+    assert out.verdict == "warning", out.reason
+    assert "ill-conditioned" in out.reason

@@ -84,6 +84,11 @@ AMP_CAP = 1e4
 _MATMUL = ("mm", "matmul", "linear", "addmm", "bmm", "baddbmm", "einsum", "conv", "dot", "mv")
 _CENTRING = ("layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "layernorm")
 _ADDITIVE = ("add", "sub", "sum", "mean", "cumsum", "var", "std", "norm")
+# base names of sums and their relatives: what cancellation can make ill-conditioned
+_ADDITIVE_BASES = frozenset(
+    {"add", "sub", "sum", "nansum", "mean", "nanmean", "cumsum", "var", "std", "var_mean",
+     "std_mean", "norm", "linalg_vector_norm", "frobenius_norm"}
+)  # fmt: skip
 _PIECEWISE = ("relu", "threshold", "max", "min", "hardtanh", "clamp", "where", "dropout", "sign")
 # dtype conversions: one-sided in every autocast run, so not a structural difference
 _CASTS = (
@@ -300,15 +305,19 @@ def _ill_conditioned(
     sums of ``k`` terms counted as such and a division's denominator range included;
     ``None`` when it says no more than the capped budget or cannot be bounded (a
     denominator that may hold 0 or change sign)."""
-    if not known:
-        return None
+    if not known or all(x == 0 for _, x in known):
+        return None  # inputs that agree excuse nothing: the difference starts here
     base = op_base(op.lower()).rstrip("_")
     amps = []
     rounding = 1.0  # what the op's own rounding is amplified by: cancellation, not division
     for r, x in known:
         amp = _amplification(op, r, row, cap=False)
-        if k > 1 and any(a in op.lower() for a in _ADDITIVE):
-            amp *= k  # a sum of k terms: sum|x| / |sum x|, up to k * rms(x) / rms(sum)
+        if base in _ADDITIVE_BASES:
+            ri, ro = _row_rms(r), _row_rms(row)
+            if ri is not None and ro:
+                # a sum of k terms: sum|x| / |sum x|, up to k * rms(x) / rms(sum) (about
+                # 1 without cancellation, sqrt(k) for terms of random sign)
+                amp = max(1.0, k * ri / ro)
         rounding = max(rounding, amp)
         division = _division_amplification(base, r, row, inputs)
         if division is not None:
