@@ -40,6 +40,8 @@ if end == "raise":
     raise ValueError("boom after 4 steps")
 if end.startswith("exit"):
     sys.exit(int(end[4:]))
+if end.startswith("quit"):
+    exit(int(end[4:]))  # the builtin a script may call instead of sys.exit
 if end == "wait":
     open("ready", "w").close()
     import time
@@ -339,3 +341,13 @@ def test_torchrun_workers_each_record_their_rank(tmp_path):
     updates = [fingerprints(r, "aten.add_.Tensor", "output") for r in (0, 1)]
     assert len(updates[0]) == 2
     assert updates[0] == updates[1]
+
+
+def test_the_exit_builtin_with_a_status_leaves_an_incomplete_dump(tmp_path):
+    _script(tmp_path)
+    out = _dump(tmp_path, "-o", "d", "--", "python", "train.py", "quit4")
+    assert out.returncode == 4, out.stderr
+    manifest = read_dump(tmp_path / "d").manifest()
+    assert manifest is not None
+    assert not manifest.complete
+    assert manifest.incomplete_reason == "the script exited with status 4"

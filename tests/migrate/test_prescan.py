@@ -37,6 +37,7 @@ MATCHING = {
     "device-type-test": "device_type = 'cuda' if 'cuda' in device else 'cpu'\n",
     "fused-optimizer": "import torch\nopt = torch.optim.AdamW(ps, fused=True)\n",
     "to-index-flow": "n = 0\nx = x.to(n)\n",
+    "to-index-semicolon": "import torch\na = 3\nk = a; t = torch.zeros(1, device=k)\n",
     # names without an index hint: only the flow prepass knows they are integers
     "to-index-copies": (
         "import os\nwho = int(os.environ['RANK'])\nlocal = who\nshifted = local * 2\n"
@@ -286,6 +287,7 @@ def test_confirm_runs_only_where_the_cheap_fields_hold_and_decides():
     [
         ("n = 0\nx.to(n)\n", True),
         ("a = int(s)\nb = a\nc = b + 1\nx.to(c)\n", True),  # copies and arithmetic
+        ("a = 3\nk = a; t = torch.zeros(1, device=k)\n", True),  # statements on one line
         ("def f(x, r: int):\n    return x.to(r)\n", True),
         ("for k in range(2):\n    x.to(k)\n", True),
         ("x.to(cfg['slot'])\n", True),  # a subscript: its key is the slot

@@ -206,6 +206,44 @@ def test_dump_on_anomaly_records_the_next_step(tmp_path):
     assert not any(a.source == "activation" and a.step == 3 for a in w.anomalies)
 
 
+def test_a_dump_folder_in_use_is_never_overwritten_and_training_goes_on(tmp_path):
+    """Review finding: a second run with the same dump_on_anomaly folder died in opt.step()."""
+    folder = tmp_path / "dump"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")  # the folder holds something already
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step >= 2
+
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        tensorsight.watch(model, opt, tmp_path / "logs", dump_on_anomaly=folder) as w,
+    ):
+        warnings.simplefilter("always")
+        _train(model, opt, w, 5, before_step=arm)
+    assert w.step == 5  # trained to the end
+    assert w.dumps == []
+    assert any("no dump of step 3" in str(c.message) for c in caught)
+    assert sorted(x.name for x in folder.iterdir()) == ["notes.txt"]
+
+
+def test_many_forward_passes_before_a_step_are_folded(tmp_path, monkeypatch):
+    import importlib
+
+    watch_module = importlib.import_module("tensorsight.monitor.watch")
+    monkeypatch.setattr(watch_module, "_ACT_FOLD", 8)
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with tensorsight.watch(model, opt, tmp_path / "logs", every=1) as w:
+        for _ in range(20):  # accumulation: 20 forward passes, then one step
+            model(torch.randn(4, 4)).sum().backward()
+            assert len(w._act_ids) <= 8 + 8
+        opt.step()
+    assert not [a for a in w.anomalies if a.source == "activation"]
+
+
 def test_dead_activation_and_gradient_spike(tmp_path):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))

@@ -27,6 +27,7 @@ module name of ``-m``). Then:
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import os
 import signal
@@ -157,6 +158,10 @@ def install(config: dict[str, Any]) -> DumpHook:
     hook.attach()
     sys.excepthook = hook.wrap_excepthook(sys.excepthook)
     setattr(sys, "exit", hook.wrap_exit(sys.exit))  # noqa: B010 - mypy: sys.exit is final
+    for name in ("exit", "quit"):  # the builtins site adds: exit(3) in a script
+        quitter = getattr(builtins, name, None)
+        if callable(quitter):
+            setattr(builtins, name, hook.wrap_exit(quitter))
     atexit.register(hook.close_at_exit)  # registered first, so it runs after the script's own
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, hook.on_signal)

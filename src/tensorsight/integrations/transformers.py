@@ -152,7 +152,8 @@ class TensorsightCallback(TrainerCallback):
                 norms.append(torch.linalg.vector_norm(param.grad.detach().float()))
         if not norms:
             return
-        stacked = torch.stack(norms)
+        device = norms[0].device  # a model spread over devices (device_map="auto")
+        stacked = torch.stack([n if n.device == device else n.to(device) for n in norms])
         values = [*stacked.tolist(), float(torch.linalg.vector_norm(stacked))]  # one sync
         writer.add_scalar("grad_norm/total", values[-1], step)
         for name, value in zip(names, values, strict=False):

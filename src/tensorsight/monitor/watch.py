@@ -28,11 +28,13 @@ from typing import Any
 import numpy as np
 
 from tensorsight._lazy import lazy_import
-from tensorsight.errors import AnomalyError, UsageError
+from tensorsight.errors import AnomalyError, TensorsightError, UsageError
 from tensorsight.monitor import _collect
 from tensorsight.monitor._checks import Anomaly, Checker, Series
 
 __all__ = ["ON_ANOMALY", "AnomalyWarning", "Watch", "watch"]
+
+_ACT_FOLD = 4096  # activation statistics gathered before they are folded per series
 
 ON_ANOMALY = ("warn", "raise", "ignore")
 _WARN_LISTED = 3  # anomalies named in one warning
@@ -326,8 +328,25 @@ class Watch:
                 low, high = aminmax(t.detach())
                 vals.append(low)
                 vals.append(high)
+            if len(ids) > _ACT_FOLD:  # many forward passes before a step: keep it bounded
+                self._fold_activations()
 
         return hook
+
+    def _fold_activations(self) -> None:
+        """Keep one (min, max) per series of what the hooks gathered since the last step."""
+        torch = lazy_import("torch", extra="torch", needed_by="tensorsight.watch")
+        lows: dict[int, list[Any]] = {}
+        highs: dict[int, list[Any]] = {}
+        for j, sid in enumerate(self._act_ids):
+            lows.setdefault(sid, []).append(self._act_vals[2 * j])
+            highs.setdefault(sid, []).append(self._act_vals[2 * j + 1])
+        self._act_ids.clear()  # the hooks hold these lists: refill them in place
+        self._act_vals.clear()
+        for sid, low in lows.items():  # one series: one module output, one device and dtype
+            self._act_ids.append(sid)
+            self._act_vals.append(torch.stack(low).amin())  # NaN propagates, as in aminmax
+            self._act_vals.append(torch.stack(highs[sid]).amax())
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         step = self.step
@@ -386,11 +405,11 @@ class Watch:
         parts: list[Any] = []
         f32 = torch.float32
         if grads:
-            parts.append(torch.stack(torch._foreach_norm(grads, 2, dtype=f32)))
+            parts.append(_stack(torch, torch._foreach_norm(grads, 2, dtype=f32)))
         if states:
-            parts.append(torch.stack(torch._foreach_norm(states, 2, dtype=f32)))
+            parts.append(_stack(torch, torch._foreach_norm(states, 2, dtype=f32)))
         if weights:
-            parts.append(torch.stack(torch._foreach_norm(weights, 2, dtype=f32)))
+            parts.append(_stack(torch, torch._foreach_norm(weights, 2, dtype=f32)))
         act_ids, act_vals = list(self._act_ids), list(self._act_vals)
         self._act_ids.clear()  # the hooks hold these lists: empty them in place
         self._act_vals.clear()
@@ -402,7 +421,7 @@ class Watch:
                 by_dtype.setdefault(low.dtype, []).extend((low, high))
                 order.setdefault(low.dtype, []).append(j)
             for group in by_dtype.values():
-                parts.append(torch.stack(group).float())
+                parts.append(_stack(torch, group).float())
             act_perm = [j for js in order.values() for j in js]
         loss = (
             torch.cat([x.to(self._losses[0].device) for x in self._losses]).mean().reshape(1)
@@ -535,9 +554,13 @@ class Watch:
         from tensorsight.capture import dump
 
         self._dumped_once = True
-        session = dump(self.dump_on_anomaly or "", steps=[step])
-        session.current_step = step  # the folder is named after the watched step
-        self._dump = session.start()
+        try:
+            session = dump(self.dump_on_anomaly or "", steps=[step])
+            session.current_step = step  # the folder is named after the watched step
+            self._dump = session.start()
+        except TensorsightError as exc:  # a folder holding an earlier dump: never overwritten
+            warnings.warn(f"watch: no dump of step {step}: {exc}", AnomalyWarning, stacklevel=4)
+            return
         self.dumps.append((step, os.fspath(session.path)))
 
 
@@ -547,6 +570,15 @@ def _label(a: Anomaly) -> str:
 
 def _dtype(t: Any) -> str:
     return str(t.dtype).removeprefix("torch.")
+
+
+def _stack(torch: Any, xs: list[Any]) -> Any:
+    """``torch.stack(xs)``, moving to the first tensor's device when a model is spread over
+    several (``device_map="auto"``, manual model parallelism)."""
+    device = xs[0].device
+    if any(x.device != device for x in xs):
+        xs = [x.to(device) for x in xs]
+    return torch.stack(xs)
 
 
 def _to_host(torch: Any, parts: list[Any]) -> Any:

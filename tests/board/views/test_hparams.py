@@ -80,3 +80,16 @@ def test_logdir_folds_one_add_hparams_subrun_and_keeps_a_sweep(tmp_path):
     rows = {r["run"]: r for r in table_impl(provider)["runs"]}
     assert rows["train"]["metrics"]["hparam/final"]["value"] == 0.25
     assert len(rows) == 3
+
+
+def test_non_finite_hparams_go_out_as_json_allows(tmp_path):
+    """Review finding: one inf hparam (clipping turned off) made the table a 500."""
+    p = InMemoryProvider()
+    p.add_hparams(RunHParams("a", {"lr": 0.1, "clip": float("inf"), "m": float("nan")}, ()))
+    client = TestClient(create_app(p))
+    r = client.get("/api/views/hparams/table")
+    assert r.status_code == 200, r.text
+    row = r.json()["runs"][0]
+    assert row["hparams"] == {"lr": 0.1, "clip": "Infinity", "m": "NaN"}
+    cols = {c["name"]: c["values"] for c in r.json()["hparams"]}
+    assert cols["clip"] == ["Infinity"]

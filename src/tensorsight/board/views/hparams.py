@@ -36,6 +36,11 @@ def _number(v: float) -> float | str:
     return "Infinity" if v > 0 else "-Infinity"
 
 
+def _json_value(v: object) -> object:
+    """An hparam value as JSON can carry it (``inf``, a clipping turned off: ``"Infinity"``)."""
+    return _number(v) if isinstance(v, float) else v
+
+
 def _kind(values: Sequence[object]) -> str:
     if all(isinstance(v, bool) for v in values):
         return "bool"
@@ -102,7 +107,7 @@ def table_impl(
             domain.extend(v for v in hp.domains.get(name, ()) if v not in domain)
         distinct = sorted(set(values), key=lambda v: (str(type(v)), v))
         seen = domain + [v for v in distinct if v not in domain]
-        columns.append({"name": name, "type": kind, "values": seen})
+        columns.append({"name": name, "type": kind, "values": [_json_value(v) for v in seen]})
     rows = []
     for hp, scalar_tags in found:
         finals = {t: _final(provider, hp.run, t, scalar_tags) for t in declared + extra}
@@ -110,7 +115,7 @@ def table_impl(
             {
                 "run": hp.run,
                 "wall_time": hp.wall_time,
-                "hparams": dict(hp.hparams),
+                "hparams": {k: _json_value(v) for k, v in hp.hparams.items()},
                 "metrics": finals,
             }
         )

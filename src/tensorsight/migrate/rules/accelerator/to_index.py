@@ -60,7 +60,7 @@ _DIRECT = re.compile(
     + r"|\bdest\s*=\s*[\"'](\w+)"
 )
 #: ``n = a.b.m`` (a copy) or ``n = m * 2`` (arithmetic): ``n`` is an integer if ``m`` is.
-_COPY = re.compile(_ASSIGN + r"(?:\w+\.)*(\w+)\s*(?:[-+*/%,)\]#]|$)", re.M)
+_COPY = re.compile(_ASSIGN + r"(?:\w+\.)*(\w+)(?![ \t]*[\w.(\[])", re.M)
 
 
 def _could_be_index(text: str) -> bool:
