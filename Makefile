@@ -92,7 +92,7 @@ system-deps:
 	fi
 
 pytest: $(STAMP) $(WEB_BUILD) system-deps
-	$(call say,"pytest: the whole suite with coverage (~5 min on 2 cores)")
+	$(call say,"pytest: the whole suite with coverage (~8 min on 2 cores)")
 	$(BIN)/pytest --cov --cov-report=term
 
 # The kernel-sensitive parts once per forced kernel path, each with torch's own CPU kernels
@@ -104,7 +104,7 @@ KERNEL_PATHS := avx2:avx2 portable:default numpy:default
 kernel-paths: $(STAMP) $(WEB_BUILD) system-deps
 	@set -e; for pair in $(KERNEL_PATHS); do \
 	  kernel=$${pair%%:*}; aten=$${pair##*:}; \
-	  printf '\n==> %s with TENSORSIGHT_KERNEL=%s ATEN_CPU_CAPABILITY=%s (~1 min)\n' \
+	  printf '\n==> %s with TENSORSIGHT_KERNEL=%s ATEN_CPU_CAPABILITY=%s (~3 min)\n' \
 	    "$(KERNEL_TESTS)" $$kernel $$aten; \
 	  TENSORSIGHT_KERNEL=$$kernel ATEN_CPU_CAPABILITY=$$aten \
 	    $(BIN)/pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
