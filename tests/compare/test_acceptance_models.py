@@ -163,16 +163,20 @@ def _fresh(family: str) -> torch.nn.Module:
     return TinyGPT() if family == "tinygpt" else _hf(family)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Healthy fp32 and bf16 runs of each family (fresh, identically seeded models)."""
-    root = tmp_path_factory.mktemp("models")
+def _healthy_runs(root: Path, mode: str) -> dict[str, Path]:
     out = {}
     for family in ("gpt2", "llama", "bert", "tinygpt"):
         for bf16 in (False, True):
             name = f"{family}_{'bf16' if bf16 else 'fp32'}"
-            out[name] = _step(root / name, _fresh(family), bf16=bf16, hf=family != "tinygpt")
+            hf = family != "tinygpt"
+            out[name] = _step(root / name, _fresh(family), bf16=bf16, hf=hf, mode=mode)
     return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Healthy fp32 and bf16 runs of each family (fresh, identically seeded models)."""
+    return _healthy_runs(tmp_path_factory.mktemp("models"), "tensor")
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama", "bert", "tinygpt"])
@@ -195,15 +199,7 @@ def test_healthy_bf16_autocast_adamw_step_has_no_error_row(
 @pytest.fixture(scope="module")
 def stat_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The runs of :func:`runs`, recorded in statistics mode."""
-    root = tmp_path_factory.mktemp("stat_models")
-    out = {}
-    for family in ("gpt2", "llama", "bert", "tinygpt"):
-        for bf16 in (False, True):
-            name = f"{family}_{'bf16' if bf16 else 'fp32'}"
-            out[name] = _step(
-                root / name, _fresh(family), bf16=bf16, hf=family != "tinygpt", mode="statistics"
-            )
-    return out
+    return _healthy_runs(tmp_path_factory.mktemp("stat_models"), "statistics")
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama", "bert", "tinygpt"])
@@ -232,17 +228,7 @@ def test_healthy_bf16_statistics_have_no_error_row(stat_runs: dict[str, Path], f
 def test_planted_bug_is_the_first_divergence_in_statistics_mode(
     stat_runs: dict[str, Path], tmp_path: Path, plant: str, op: str, module: str, direction: str
 ) -> None:
-    model = _fresh("tinygpt")
-    block = model.blocks[1]
-    if plant == "eps":
-        block.ln2.eps = 1.0
-    elif plant == "transposed":
-        block.attn.transposed = True
-    elif plant == "scale":
-        block.attn.scale_bug = True
-    else:
-        block.wrong_grad = True
-    target = _step(tmp_path / plant, model, bf16=True, hf=False, mode="statistics")
+    target = _step(tmp_path / plant, _plant(plant), bf16=True, hf=False, mode="statistics")
     first = compare(stat_runs["tinygpt_fp32"], target).first_divergence
     assert first is not None, plant
     assert op in first.op, (plant, first.op)
@@ -266,7 +252,8 @@ def test_sign_like_adam_updates_are_inherited_not_errors(runs: dict[str, Path]) 
         assert "ill-conditioned" in r.reason
 
 
-def _planted(tmp: Path, runs: dict[str, Path], plant: str) -> object:
+def _plant(plant: str) -> torch.nn.Module:
+    """A fresh TinyGPT with one bug planted in its second block."""
     model = _fresh("tinygpt")
     block = model.blocks[1]
     if plant == "eps":
@@ -281,6 +268,11 @@ def _planted(tmp: Path, runs: dict[str, Path], plant: str) -> object:
         block.attn.scale_bug = True
     elif plant == "backward":
         block.wrong_grad = True
+    return model
+
+
+def _planted(tmp: Path, runs: dict[str, Path], plant: str) -> object:
+    model = _plant(plant)
     target = _step(tmp / plant, model, bf16=True, hf=False)
     bench = runs["tinygpt_fp32"]
     if plant == "softmax":  # the bench needs the same large logits

@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from tensorsight.migrate._resolve import ModuleFacts
+from tensorsight.migrate._resolve import ModuleFacts, _ast_dotted
 
 __all__ = ["known_values", "scan_module_classes"]
 
@@ -106,17 +106,6 @@ def _key(node: ast.expr) -> str | None:
     return None
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 class _Values:
     def __init__(self, facts: ModuleFacts, classes: frozenset[str]) -> None:
         self.facts = facts
@@ -125,7 +114,7 @@ class _Values:
         self.loaders: set[str] = set()
 
     def qualify(self, node: ast.expr) -> str | None:
-        name = _dotted(node)
+        name = _ast_dotted(node)
         if name is None:
             return None
         root, _, rest = name.partition(".")

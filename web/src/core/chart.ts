@@ -7,19 +7,9 @@ import { coveredSeries, hoverRows, tooltipTable, type HoverRow, type HoverSource
 
 export type XKind = "step" | "relative" | "wall_time";
 
+/** A series as drawn: the hover fields (`y` the main line, `raw` drawn faintly behind it when
+ * smoothing is on; steps and wall times shown by the readout when given), plus looks. */
 export interface ChartSeries extends HoverSource {
-  label: string;
-  color: string;
-  x: number[];
-  /** Values drawn as the main line (smoothed when smoothing is on). */
-  y: number[];
-  /** Raw values drawn faintly behind `y` when smoothing is on. */
-  raw?: number[];
-  /** Steps and wall times of the points, shown by the hover readout when given. */
-  step?: number[];
-  wallTime?: number[];
-  firstWallTime?: number;
-  axis: 0 | 1;
   dashed?: boolean;
   /** Points to mark with a highlight ring (threshold matches). */
   highlight?: boolean[];

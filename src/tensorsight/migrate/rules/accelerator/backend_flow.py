@@ -28,6 +28,7 @@ import libcst as cst
 from tensorsight.migrate._flow import argparse_dest, cst_slot
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
+from tensorsight.migrate.rules.accelerator.distributed_backend import default_backend
 from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/backend-flow"
@@ -87,12 +88,6 @@ class FollowBackendRule(MigrationRule):
     TRIGGERS = ("nccl",)
     TOKENS = (Need(strings=("nccl",)),)
 
-    def _backend(self, ctx: RuleContext) -> cst.Call:
-        return cst.Call(
-            func=ctx.torch_attr("distributed.get_default_backend_for_device"),
-            args=[cst.Arg(ctx.device())],
-        )
-
     def _site(
         self, ctx: RuleContext, value: cst.BaseExpression, slot: str | None
     ) -> cst.BaseExpression | None:
@@ -117,7 +112,7 @@ class FollowBackendRule(MigrationRule):
         return ctx.fix(
             self,
             value,
-            self._backend(ctx),
+            default_backend(ctx),
             message=f"Store the default collective backend of the device found ({where}; "
             "nccl on CUDA, hccl on NPU, xccl on XPU, gloo on the CPU).",
             api="'nccl' value",
@@ -193,7 +188,7 @@ class FollowBackendRule(MigrationRule):
                 continue
             if not has_choice(value, "nccl") or not isinstance(value, cst.List | cst.Tuple):
                 continue
-            new = with_choice(value, self._backend(ctx))
+            new = with_choice(value, default_backend(ctx))
             args[i] = args[i].with_changes(
                 value=ctx.fix(
                     self,

@@ -22,6 +22,14 @@ DESCRIPTION = "backend='nccl' -> torch.distributed.get_default_backend_for_devic
 _CALLS = ("torch.distributed.init_process_group", "torch.distributed.new_group")
 
 
+def default_backend(ctx: RuleContext) -> cst.Call:
+    """``torch.distributed.get_default_backend_for_device(_device)``."""
+    return cst.Call(
+        func=ctx.torch_attr("distributed.get_default_backend_for_device"),
+        args=[cst.Arg(ctx.device())],
+    )
+
+
 def _is_nccl(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString) and node.evaluated_value == "nccl"
 
@@ -33,12 +41,6 @@ class ReplaceDistributedBackendRule(MigrationRule):
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("nccl",)
     TOKENS = (Need(strings=("nccl",)),)
-
-    def _backend(self, ctx: RuleContext) -> cst.Call:
-        return cst.Call(
-            func=ctx.torch_attr("distributed.get_default_backend_for_device"),
-            args=[cst.Arg(ctx.device())],
-        )
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext
@@ -57,7 +59,7 @@ class ReplaceDistributedBackendRule(MigrationRule):
                 value = ctx.fix(
                     self,
                     arg.value,
-                    self._backend(ctx),
+                    default_backend(ctx),
                     message="Use the default collective backend of the device found "
                     "(nccl on CUDA, hccl on NPU, xccl on XPU, gloo on the CPU).",
                     api=f"{api}(backend='nccl')",
@@ -77,7 +79,7 @@ class ReplaceDistributedBackendRule(MigrationRule):
                 value = ctx.fix(
                     self,
                     target.comparator,
-                    self._backend(ctx),
+                    default_backend(ctx),
                     updated=updated.comparisons[i].comparator,
                     message="Compare with the device's default backend instead of 'nccl'.",
                     api="'nccl' comparison",
