@@ -75,12 +75,16 @@ web-test: $(WEB_DEPS)
 	cd web && npx tsc --noEmit && npx vitest run
 
 # Programs the tests need besides Python and node: Debian's chromium (the browser tests;
-# never `playwright install`) and a C++ compiler (the native op capture; Debian's gcc package
-# lacks g++). As root with apt they are installed; otherwise one line says what to install.
+# never `playwright install`), a C++ compiler (the native op capture; Debian's gcc package
+# lacks g++) and, on x86-64, qemu-user (tests/test_avx2_only_cpu.py runs the compiled parts on
+# an emulated AVX2-only CPU). As root with apt they are installed; otherwise one line says what
+# to install.
 system-deps:
 	@missing=""; \
 	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
 	command -v g++ >/dev/null 2>&1 || command -v c++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	[ "$$(uname -m)" != x86_64 ] || command -v qemu-x86_64 >/dev/null 2>&1 || \
+	  missing="$$missing qemu-user"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  printf '\n==> installing%s with apt-get (once, 1-3 min)\n' "$$missing"; \

@@ -37,8 +37,11 @@ __all__ = ["NativeOpCapture", "load", "native_reason"]
 _HERE = Path(__file__).parent
 _SOURCE = _HERE / "_native_capture.cpp"
 _KERNEL = _HERE / "_stats_kernel.c"  # #included by the C++ source: part of the cache key
-# the statistics kernel's flags (_stats_native._FLAGS) hold for the C++ around it too
-_FLAGS = ("-O2", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math")
+# the statistics kernel's flags (_stats_native._FLAGS) hold for the C++ around it too: the
+# architecture's baseline, no -march=native (the kernel picks its loop from cpuid at run time),
+# so a library cached on one CPU runs on any other of its architecture (a shared home folder,
+# a container image); tests/capture/test_stats_native.py checks the flags
+_FLAGS = ("-O2", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math")
 _ISA_CODES = {"portable": 0, "avx2": 1, "avx512": 2}  # ts_stats_use() in _stats_kernel.c
 PULL_SECS = 0.5  # at most this long between pulls while modules run (as _table.LOG_SECS)
 
