@@ -17,6 +17,7 @@ from tensorsight.data._comparison_trace_types import (
     Upstream,
 )
 from tensorsight.data._downsample import downsample_indices
+from tensorsight.data.audio import AudioClip
 from tensorsight.data.comparisons import (
     AdviceInfo,
     ComparisonInfo,
@@ -25,10 +26,18 @@ from tensorsight.data.comparisons import (
     RowPage,
     RowQuery,
 )
+from tensorsight.data.custom_scalars import (
+    LayoutCategory,
+    LayoutChart,
+    MarginSeries,
+    ScalarLayout,
+    merge_layouts,
+)
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams
 from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.memory import InMemoryProvider
+from tensorsight.data.pr_curves import PrCurveData
 from tensorsight.data.provider import (
     KINDS,
     SCHEMA_VERSION,
@@ -49,6 +58,7 @@ __all__ = [
     "KINDS",
     "SCHEMA_VERSION",
     "AdviceInfo",
+    "AudioClip",
     "ComparisonInfo",
     "ComparisonStore",
     "DataGraph",
@@ -59,16 +69,21 @@ __all__ = [
     "ImageRecord",
     "InMemoryProvider",
     "LandscapeData",
+    "LayoutCategory",
+    "LayoutChart",
     "Limits",
     "LogdirProvider",
+    "MarginSeries",
     "ModelGraph",
     "ModuleNode",
     "OpDetail",
+    "PrCurveData",
     "ReplayInfo",
     "RowPage",
     "RowQuery",
     "RunHParams",
     "RunInfo",
+    "ScalarLayout",
     "ScalarSeries",
     "SideOp",
     "TensorValue",
@@ -78,6 +93,7 @@ __all__ = [
     "TraceQuery",
     "Upstream",
     "downsample_indices",
+    "merge_layouts",
 ]
 
 

@@ -13,9 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tensorsight.data.audio import AudioClip
+from tensorsight.data.custom_scalars import ScalarLayout
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams, fold_hparams_runs, merge_hparams
 from tensorsight.data.landscapes import LandscapeData
+from tensorsight.data.pr_curves import PrCurveData
 from tensorsight.data.provider import (
     DataProvider,
     HistogramRecord,
@@ -26,6 +29,7 @@ from tensorsight.data.provider import (
     TextRecord,
 )
 from tensorsight.data.tensors import TensorValue
+from tensorsight.summary.kinds.custom_scalars_decode import CONFIG_TAG, decode_layout
 
 if TYPE_CHECKING:
     from tensorsight.data.comparisons import ComparisonStore
@@ -86,6 +90,8 @@ class LogdirProvider(DataProvider):
                 ("histograms", self._limits.max_records_per_histogram),
                 ("images", self._limits.max_records_per_image),
                 ("text", self._limits.max_records_per_text),
+                ("pr_curves", self._limits.max_records_per_pr_curve),
+                ("audio", self._limits.max_records_per_audio),
             )
             if cap is not None
         }
@@ -147,6 +153,12 @@ class LogdirProvider(DataProvider):
                             have.append(t)
                             if src != run:
                                 where[(run, kind, t)] = src
+            if CONFIG_TAG in merged.get("tensors", ()):
+                # the layout travels as a string tensor; the board lists it as its own kind
+                merged["tensors"].remove(CONFIG_TAG)
+                merged["custom_scalars"] = [CONFIG_TAG]
+                if (run, "tensors", CONFIG_TAG) in where:
+                    where[(run, "custom_scalars", CONFIG_TAG)] = where[(run, "tensors", CONFIG_TAG)]
             tags: dict[str, tuple[str, ...]] = {}
             dropped: dict[str, int] = {}
             for kind, names in merged.items():
@@ -306,6 +318,75 @@ class LogdirProvider(DataProvider):
             )
             for r in records
         ]
+
+    def read_pr_curves(self, run: str, tag: str) -> list[PrCurveData]:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            try:
+                records = list(self._logdir.pr_curves(self._src(run, "pr_curves", tag), tag))
+            except UsageError:
+                raise KeyError(tag) from None
+        return [
+            PrCurveData(
+                int(r.step),
+                float(r.wall_time),
+                r.thresholds,
+                r.true_positives,
+                r.false_positives,
+                r.true_negatives,
+                r.false_negatives,
+                r.precision,
+                r.recall,
+            )
+            for r in records
+        ]
+
+    def read_audio(self, run: str, tag: str) -> list[AudioClip]:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            try:
+                records = list(self._logdir.audio(self._src(run, "audio", tag), tag))
+            except UsageError:
+                raise KeyError(tag) from None
+        max_bytes = self._limits.max_blob_bytes
+        return [
+            AudioClip(
+                int(r.step),
+                float(r.wall_time),
+                int(r.index),
+                bytes(r.encoded),
+                float(r.sample_rate),
+                str(r.content_type or "audio/wav"),
+                str(r.label),
+            )
+            for r in records
+            if max_bytes is None or len(r.encoded) <= max_bytes
+        ]
+
+    def read_scalar_layout(self, run: str) -> ScalarLayout:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            info = next((r for r in self._runs if r.name == run), None)
+            if info is None or CONFIG_TAG not in info.tags.get("custom_scalars", ()):
+                raise KeyError(run)
+            try:
+                records = self._logdir.tensors(
+                    self._src(run, "custom_scalars", CONFIG_TAG), CONFIG_TAG
+                )
+            except UsageError:
+                raise KeyError(run) from None
+        for record in reversed(records):  # the newest layout that decodes
+            flat = record.data.reshape(-1)
+            if record.dtype != "string" or not flat.size:
+                continue
+            try:
+                return ScalarLayout.from_decoded(decode_layout(bytes(flat[0])))
+            except ValueError:
+                continue
+        raise KeyError(run)
 
     def read_hparams(self, run: str) -> RunHParams:
         from tensorsight.errors import UsageError

@@ -8,9 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from tensorsight.data.audio import AudioClip
+from tensorsight.data.custom_scalars import ScalarLayout
 from tensorsight.data.graphs import DataGraph, ModelGraph
 from tensorsight.data.hparams import RunHParams
 from tensorsight.data.landscapes import LandscapeData
+from tensorsight.data.pr_curves import PrCurveData
 from tensorsight.data.provider import (
     DataProvider,
     HistogramRecord,
@@ -161,6 +164,34 @@ class InMemoryProvider(DataProvider):
         with self._lock:
             self._models[("hparams", hparams.run, "")] = hparams
             self._touch(hparams.run, "hparams", "_hparams_/session_start_info", [hparams.wall_time])
+
+    def add_pr_curve(self, run: str, tag: str, curve: PrCurveData) -> None:
+        """Append one PR curve."""
+        with self._lock:
+            self._models.setdefault(("pr_curves", run, tag), []).append(curve)
+            self._touch(run, "pr_curves", tag, [curve.wall_time])
+
+    def add_audio(self, run: str, tag: str, clip: AudioClip) -> None:
+        """Append one audio clip."""
+        with self._lock:
+            self._models.setdefault(("audio", run, tag), []).append(clip)
+            self._touch(run, "audio", tag, [clip.wall_time])
+
+    def add_scalar_layout(self, run: str, layout: ScalarLayout) -> None:
+        """Set the custom-scalar layout of ``run`` (listed under the custom_scalars kind)."""
+        with self._lock:
+            self._models[("custom_scalars", run, "")] = layout
+            self._touch(run, "custom_scalars", "custom_scalars__config__", [])
+
+    def read_pr_curves(self, run: str, tag: str) -> list[PrCurveData]:
+        return list(self._models[("pr_curves", run, tag)])
+
+    def read_audio(self, run: str, tag: str) -> list[AudioClip]:
+        return list(self._models[("audio", run, tag)])
+
+    def read_scalar_layout(self, run: str) -> ScalarLayout:
+        found: ScalarLayout = self._models[("custom_scalars", run, "")]
+        return found
 
     def read_hparams(self, run: str) -> RunHParams:
         found: RunHParams = self._models[("hparams", run, "")]

@@ -33,10 +33,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
+    from tensorsight.data.audio import AudioClip
     from tensorsight.data.comparisons import ComparisonStore
+    from tensorsight.data.custom_scalars import ScalarLayout
     from tensorsight.data.graphs import DataGraph, ModelGraph
     from tensorsight.data.hparams import RunHParams
     from tensorsight.data.landscapes import LandscapeData
+    from tensorsight.data.pr_curves import PrCurveData
     from tensorsight.data.tensors import TensorValue
 
 __all__ = [
@@ -65,6 +68,7 @@ KINDS: tuple[str, ...] = (
     "graphs",
     "landscapes",
     "data_graphs",
+    "custom_scalars",
 )
 
 
@@ -83,6 +87,8 @@ class Limits:
         max_records_per_histogram: Records kept per histogram tag.
         max_records_per_image: Records kept per image tag.
         max_records_per_text: Records kept per text tag.
+        max_records_per_pr_curve: Records (steps) kept per PR-curve tag.
+        max_records_per_audio: Records (clips) kept per audio tag.
         max_blob_bytes: Largest encoded image served, in bytes; larger ones are skipped.
     """
 
@@ -91,6 +97,8 @@ class Limits:
     max_records_per_histogram: int | None = 10_000
     max_records_per_image: int | None = 1_000
     max_records_per_text: int | None = 10_000
+    max_records_per_pr_curve: int | None = 1_000
+    max_records_per_audio: int | None = 1_000
     max_blob_bytes: int | None = 64 * 1024 * 1024
 
     def to_json(self) -> dict[str, int | None]:
@@ -101,6 +109,8 @@ class Limits:
             "max_records_per_histogram": self.max_records_per_histogram,
             "max_records_per_image": self.max_records_per_image,
             "max_records_per_text": self.max_records_per_text,
+            "max_records_per_pr_curve": self.max_records_per_pr_curve,
+            "max_records_per_audio": self.max_records_per_audio,
             "max_blob_bytes": self.max_blob_bytes,
         }
 
@@ -280,6 +290,18 @@ class DataProvider(abc.ABC):
     def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
         """Loss landscapes of a tag in step order."""
         raise KeyError(tag)
+
+    def read_pr_curves(self, run: str, tag: str) -> list[PrCurveData]:
+        """PR curves of a tag in step order."""
+        raise KeyError(tag)
+
+    def read_audio(self, run: str, tag: str) -> list[AudioClip]:
+        """Audio clips of a tag in step order."""
+        raise KeyError(tag)
+
+    def read_scalar_layout(self, run: str) -> ScalarLayout:
+        """The custom-scalar layout of ``run`` (kind ``custom_scalars``); KeyError when none."""
+        raise KeyError(run)
 
     def read_hparams(self, run: str) -> RunHParams:
         """The hyperparameters of ``run``; :class:`KeyError` when it has none."""

@@ -13,6 +13,8 @@ export interface ChartSeries extends HoverSource {
   dashed?: boolean;
   /** Points to mark with a highlight ring (threshold matches). */
   highlight?: boolean[];
+  /** A band drawn translucent behind the line (margin charts): bounds at the same x. */
+  band?: { lower: number[]; upper: number[] };
 }
 
 export interface Range {
@@ -34,6 +36,8 @@ export interface ChartOptions {
   onZoom?: (box: ZoomBox) => void;
   /** Draw a legend under the chart (one entry per series; click brings it to the front). */
   legend?: boolean;
+  /** Build the hover tooltip's content from the readout rows (default: core/hover's table). */
+  tooltip?: (rows: HoverRow[]) => HTMLElement;
 }
 
 const PAD = { left: 58, right: 14, top: 14, bottom: 28 };
@@ -217,6 +221,7 @@ export class LineChart {
           if (xi < this.xr.lo || xi > this.xr.hi) continue;
           vals.push(y[i] as number);
           if (raw) vals.push(raw[i] as number);
+          if (s.band) vals.push(s.band.lower[i] as number, s.band.upper[i] as number);
         }
       }
       this.yr[axis] = finiteRange(vals, this.opts.yLog) ?? (this.opts.yLog ? { lo: 0.1, hi: 10 } : { lo: 0, hi: 1 });
@@ -250,6 +255,8 @@ export class LineChart {
     const order = this.order();
     const covered = coveredSeries(order.map((i) => this.series[i]?.x ?? []), order.map((i) => this.pys[i] ?? []));
     this.covered = new Map([...covered].map(([a, c]) => [order[a] as number, order[c] as number]));
+    let bands = 0;
+    for (const s of this.series) if (s.band) bands += this.drawBand(ctx, s, s.band);
     for (const i of this.covered.keys()) this.drawHalo(ctx, this.series[i] as ChartSeries, this.pys[i] as number[]);
     for (const s of order.map((i) => this.series[i] as ChartSeries)) {
       if (s.raw) this.drawLine(ctx, s, s.raw, true);
@@ -317,6 +324,7 @@ export class LineChart {
     d.points = String(points);
     d.nonfinite = String(nonfinite);
     d.highlighted = String(highlighted);
+    d.bands = String(bands);
     d.hiddenLog = String(hiddenLog);
     d.ylog = String(this.opts.yLog);
     d.xlo = String(this.xr.lo);
@@ -327,6 +335,41 @@ export class LineChart {
     d.covered = [...this.covered.keys()].map((i) => this.series[i]?.label ?? "").join("|");
     this.renderLegend();
     if (this.cursor) this.showHover();
+  }
+
+  /** The filled area between a series' bounds, one polygon per finite stretch; returns its points. */
+  private drawBand(ctx: CanvasRenderingContext2D, s: ChartSeries, band: { lower: number[]; upper: number[] }): number {
+    ctx.fillStyle = s.color;
+    ctx.globalAlpha = 0.18;
+    let drawn = 0;
+    let start = 0;
+    const flush = (end: number): void => {
+      if (end - start >= 1) {
+        ctx.beginPath();
+        for (let i = start; i < end; i++) {
+          const px = this.sx(s.x[i] as number);
+          const py = this.sy(band.upper[i] as number, s.axis);
+          if (i === start) ctx.moveTo(px, py);
+          else ctx.lineTo(px, py);
+        }
+        for (let i = end - 1; i >= start; i--) ctx.lineTo(this.sx(s.x[i] as number), this.sy(band.lower[i] as number, s.axis));
+        ctx.closePath();
+        ctx.fill();
+        drawn += end - start;
+      }
+    };
+    const ok = (i: number): boolean => {
+      const lo = band.lower[i] as number;
+      const hi = band.upper[i] as number;
+      return Number.isFinite(lo) && Number.isFinite(hi) && !(this.opts.yLog && (lo <= 0 || hi <= 0));
+    };
+    for (let i = 0; i <= s.x.length; i++) {
+      if (i < s.x.length && ok(i)) continue;
+      flush(i);
+      start = i + 1;
+    }
+    ctx.globalAlpha = 1;
+    return drawn;
   }
 
   /** A wide translucent band along a series that another series draws over. */
@@ -453,7 +496,8 @@ export class LineChart {
     }
     const nearest = rows.find((r) => r.nearest) ?? rows[0];
     this.canvas.dataset.hoverStep = String(nearest?.step ?? nearest?.x ?? "");
-    this.tooltip.replaceChildren(tooltipTable(rows, this.series.some((s) => s.raw !== undefined)));
+    const content = this.opts.tooltip ? this.opts.tooltip(rows) : tooltipTable(rows, this.series.some((s) => s.raw !== undefined));
+    this.tooltip.replaceChildren(content);
     this.tooltip.hidden = false;
     // right of the cursor, flipped left or up when it would leave the window
     const w = this.tooltip.offsetWidth;

@@ -13,4 +13,6 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   landscapes: () => import("./landscapes/index"),
   comparison: () => import("./comparison/index"),
   hparams: () => import("./hparams/index"),
+  pr_curves: () => import("./pr_curves/index"),
+  custom_scalars: () => import("./custom_scalars/index"),
 };

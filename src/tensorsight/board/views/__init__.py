@@ -24,6 +24,8 @@ BUILTIN_VIEWS: dict[str, str] = {
     "landscapes": "tensorsight.board.views.landscapes:LandscapesView",
     "comparison": "tensorsight.board.views.comparison:ComparisonView",
     "hparams": "tensorsight.board.views.hparams:HParamsView",
+    "pr_curves": "tensorsight.board.views.pr_curves:PrCurvesView",
+    "custom_scalars": "tensorsight.board.views.custom_scalars:CustomScalarsView",
 }
 
 
