@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from tensorsight.board import app as app_module
+from tensorsight.board.views import FrontendMeta, View, view_registry
 from tensorsight.data import InMemoryProvider
 from tests.conftest import on_sys_path
 from tests.e2e.conftest import board_server, shot
@@ -46,3 +50,33 @@ def test_the_shell_imports_the_third_party_module_and_it_renders(page, server):
     # a built-in tab still loads its bundled code
     page.locator("#tabs button[data-view='scalars']").click()
     page.locator("#view-scalars").wait_for()
+
+
+def test_a_module_that_exports_no_render_is_reported_in_the_page(page, tmp_path, monkeypatch):
+    js = tmp_path / "broken.js"
+    js.write_text("export const nothing = 1;\n", encoding="utf-8")
+
+    class BrokenView(View):
+        name = "broken"
+        title = "Broken"
+
+        def routes(self) -> list[Any]:
+            return []
+
+        def frontend(self) -> FrontendMeta:
+            return FrontendMeta(es_module=js)
+
+    def registry() -> Any:
+        reg = view_registry()
+        reg.add("broken", BrokenView)
+        return reg
+
+    monkeypatch.setattr(app_module, "view_registry", registry)
+    with board_server(InMemoryProvider(), views=["scalars", "broken"]) as url:
+        page.goto(f"{url}/#broken")
+        error = page.locator("#content .error-text")
+        error.wait_for()
+        assert error.inner_text() == (
+            "The front end of view broken failed to load: "
+            "Error: /views/broken/index.js exports no render(el, ctx) function"
+        )
