@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
 from tensorsight import _cbuild
+from tensorsight._notices import NOTICE_LOGGER
 
 
 def test_builds_once_and_loads_from_the_cache(tmp_path, monkeypatch):
@@ -24,7 +27,28 @@ def test_builds_once_and_loads_from_the_cache(tmp_path, monkeypatch):
     assert built[0].stat().st_mtime_ns == mtime  # reused, not rebuilt
 
 
-def test_builds_several_sources_with_a_notice_only_when_building(tmp_path, monkeypatch, capsys):
+@contextlib.contextmanager
+def notices() -> Iterator[list[str]]:
+    """The lines logged on the notice logger in the block (a handler of its own: the command
+    line's handler makes the logger not propagate, so caplog does not see them)."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    notice = logging.getLogger(NOTICE_LOGGER)
+    keep, level = Keep(), notice.level
+    notice.addHandler(keep)
+    notice.setLevel(logging.INFO)
+    try:
+        yield said
+    finally:
+        notice.removeHandler(keep)
+        notice.setLevel(level)
+
+
+def test_builds_several_sources_with_a_notice_only_when_building(tmp_path, monkeypatch):
     import ctypes
 
     monkeypatch.setenv("TENSORSIGHT_CACHE_DIR", str(tmp_path / "cache"))
@@ -39,16 +63,19 @@ def test_builds_several_sources_with_a_notice_only_when_building(tmp_path, monke
             [a, b], ["-O2"], name="two", link=["-lm"], key_extra=extra, notice="building two"
         )
 
-    path = build("v1")
+    with notices() as said:
+        path = build("v1")
     assert path is not None
     lib = ctypes.CDLL(str(path))
     lib.f.restype = ctypes.c_double
     assert lib.f(8) == 4.0
-    assert capsys.readouterr().err == "building two\n"
-    assert build("v1") == path  # cached: no notice
-    assert capsys.readouterr().err == ""
-    assert build("v2") != path  # another key (e.g. another torch): another library
-    assert capsys.readouterr().err == "building two\n"
+    assert said == ["building two"]
+    with notices() as said:
+        assert build("v1") == path  # cached: no notice
+    assert said == []
+    with notices() as said:
+        assert build("v2") != path  # another key (e.g. another torch): another library
+    assert said == ["building two"]
 
 
 def test_no_compiler_means_python_fallback(tmp_path, monkeypatch, caplog):
@@ -117,7 +144,7 @@ def test_a_compiler_that_cannot_run_leaves_no_file(tmp_path, monkeypatch, caplog
     assert list((tmp_path / "cache").iterdir()) == []
 
 
-def test_kernel_path_follows_the_environment_and_the_cpu(monkeypatch, capsys):
+def test_kernel_path_follows_the_environment_and_the_cpu(monkeypatch, caplog):
     monkeypatch.setattr(_cbuild, "_SAID", set())
     everything = frozenset({"avx2", "fma", "avx512f", "avx512dq"})
     avx2_only = frozenset({"avx2", "fma"})
@@ -132,14 +159,18 @@ def test_kernel_path_follows_the_environment_and_the_cpu(monkeypatch, capsys):
     for value, features, want in cases:
         monkeypatch.setenv("TENSORSIGHT_KERNEL", value)
         assert _cbuild.kernel_path(features) == want, (value, features)
-    assert capsys.readouterr().err == ""
+    assert caplog.records == []
     monkeypatch.setenv("TENSORSIGHT_KERNEL", "avx512")
     for _ in range(2):  # said once per process, however many kernels ask
         assert _cbuild.kernel_path(avx2_only) == "avx2"
-    assert capsys.readouterr().err == (
-        "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f, avx512dq, which this CPU "
-        "lacks; using avx2\n"
-    )
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "tensorsight._cbuild",
+            "WARNING",
+            "tensorsight: TENSORSIGHT_KERNEL=avx512 needs avx512f, avx512dq, which this CPU "
+            "lacks; using avx2",
+        )
+    ]
     assert _cbuild.missing_features("avx2", frozenset({"avx2"})) == ("fma",)
     assert _cbuild.missing_features("portable", frozenset()) == ()
 
@@ -189,3 +220,17 @@ def test_only_the_avx_loops_hold_avx_instructions():
         baseline = [f for f, u in ours.items() if u and "avx" not in f]
         assert baseline == []  # ...and only there
         assert "ts_cpu_features" in ours
+
+
+def test_a_program_without_logging_config_sees_the_warning_as_the_bare_line(tmp_path):
+    """The library logs, never prints; unconfigured logging still shows a user the line."""
+    code = "from tensorsight import _cbuild; print(_cbuild.kernel_path(frozenset()))"
+    env = {"TENSORSIGHT_KERNEL": "avx2", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.stdout == "portable\n"
+    assert done.stderr == (
+        "tensorsight: TENSORSIGHT_KERNEL=avx2 needs avx2, fma, which this CPU lacks; "
+        "using portable\n"
+    )

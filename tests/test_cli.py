@@ -99,6 +99,48 @@ def test_user_error_is_one_line_without_traceback(monkeypatch, capsys):
     assert err == "error: Option '--x' 'bad': expected a number, got 'bad'.\n"
 
 
+def _noting(args):
+    import logging
+
+    logging.getLogger("tensorsight.notice").info("tensorsight: building a kernel (once)")
+    logging.getLogger("tensorsight.notice").debug("not shown")
+    return 0
+
+
+def _register_note(subparsers):
+    subparsers.add_parser("note").set_defaults(func=_noting)
+
+
+def test_a_command_prints_the_librarys_notices_as_bare_lines(monkeypatch, capsys):
+    """Library code logs its one-time progress lines; only the command line prints them."""
+    import logging
+
+    monkeypatch.setattr(cli, "SUBCOMMANDS", (*cli.SUBCOMMANDS, "tests.test_cli:_register_note"))
+    notices = logging.getLogger("tensorsight.notice")
+    monkeypatch.setattr(notices, "handlers", [])
+    monkeypatch.setattr(notices, "propagate", True)
+    for _ in range(2):  # one handler, however many commands a process runs
+        assert cli.main(["note"]) == 0
+        assert capsys.readouterr().err == "tensorsight: building a kernel (once)\n"
+    assert len(notices.handlers) == 1
+    assert notices.propagate is False
+
+
+def test_show_on_stderr_writes_notices_to_the_current_stderr(monkeypatch, capsys):
+    """``tensorsight dump`` builds the native capture in the recorded process: its side of
+    the command (capture/_hook.py) shows the same notices."""
+    import logging
+
+    from tensorsight._notices import notice, show_on_stderr
+
+    notices = logging.getLogger("tensorsight.notice")
+    monkeypatch.setattr(notices, "handlers", [])
+    monkeypatch.setattr(notices, "propagate", True)
+    show_on_stderr()
+    notice("tensorsight: building the native op capture")
+    assert capsys.readouterr().err == "tensorsight: building the native op capture\n"
+
+
 def test_debug_flag_shows_the_traceback(monkeypatch):
     _install_failing_subcommand(monkeypatch)
     with pytest.raises(UsageError, match="expected a number"):

@@ -11,6 +11,12 @@ The two numeric kernels (metrics, dump statistics) are built for the architectur
 and hold one loop per instruction set, each compiled with a target attribute; which one runs
 is chosen at run time from the CPU's features (:func:`kernel_path`), so a library built on
 one machine runs on any other of the architecture.
+
+Nothing here prints. A setting that is ignored (an unknown or unrunnable
+``$TENSORSIGHT_KERNEL``) is a WARNING of this module's logger, once per process: with
+logging not configured Python writes the bare line to stderr. The line before a build that
+takes seconds is a notice (:mod:`tensorsight._notices`), which the command line shows on
+stderr. Why a library falls back to Python is INFO of this module's logger.
 """
 
 from __future__ import annotations
@@ -19,7 +25,6 @@ import ctypes
 import logging
 import os
 import platform
-import sys
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,7 +104,7 @@ def kernel_path(features: frozenset[str]) -> str | None:
 
     ``$TENSORSIGHT_KERNEL`` is ``auto`` (default: the fastest loop the CPU runs),
     ``avx512``, ``avx2``, ``portable`` or ``numpy``. A loop the CPU cannot run, or an
-    unknown value, gives the fastest one it can, said once per process on stderr.
+    unknown value, gives the fastest one it can, said once per process (a logged warning).
     """
     if numpy_forced():
         return None
@@ -126,7 +131,7 @@ def kernel_path(features: frozenset[str]) -> str | None:
 def _say_once(line: str) -> None:
     if line not in _SAID:
         _SAID.add(line)
-        print(line, file=sys.stderr, flush=True)
+        _log.warning("%s", line)
 
 
 def load_c_library(source: Path, flags: Sequence[str], *, name: str) -> ctypes.CDLL | None:
@@ -170,8 +175,8 @@ def build_library(
         compilers: Where to find the compiler: the first entry is an environment variable
             naming it, the others are program names tried in order.
         key_extra: More text that must change the cache key (e.g. a library's version).
-        notice: A line printed to stderr before a build starts (for builds that take
-            seconds).
+        notice: A line said (:func:`tensorsight._notices.notice`) before a build starts,
+            for builds that take seconds.
 
     Returns:
         The library's path, or ``None`` (logged) when no compiler runs or compiling fails.
@@ -222,7 +227,9 @@ def _build(
         _log.info("no C compiler found; %s falls back to Python", name)
         return False
     if notice:
-        print(notice, file=sys.stderr, flush=True)
+        from tensorsight._notices import notice as say
+
+        say(notice)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)

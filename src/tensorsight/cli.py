@@ -158,6 +158,16 @@ def entry() -> NoReturn:
 _fast_exit = False  # set by main() when the command that ran allows it (see entry())
 
 
+def _show_notices() -> None:
+    """The library's one-time progress lines (a kernel build) go to stderr, as bare lines.
+
+    Imported here, not at the top, so ``tensorsight --help`` stays free of :mod:`logging`.
+    """
+    from tensorsight._notices import show_on_stderr
+
+    show_on_stderr()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     global _fast_exit
@@ -172,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
+        _show_notices()
         code = func(args)
         board_dir = getattr(args, "open_board", None)
         if board_dir is not None:  # a subcommand asked to show its result (compare --open)

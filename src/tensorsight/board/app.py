@@ -3,7 +3,10 @@
 Routes (documented in ``docs/http_api/``):
 
 * ``GET /api/views`` — the tabs: name, title, enabled, reason (a view that fails to load or
-  whose ``is_active`` raises is listed disabled with the reason).
+  whose ``is_active`` raises is listed disabled with the reason) and ``module``, the URL of a
+  third-party view's front-end ES module (``null``: bundled with the board).
+* ``GET /views/<name>/index.js`` — that module, the file the view's
+  :meth:`~tensorsight.board.views.base.View.frontend` names.
 * ``GET /api/runs`` — the run list with first/last write time, tags, active flag and what
   the memory limits dropped; ``generation`` grows whenever new data arrived.
 * ``/api/views/<name>/...`` — each view's own routes.
@@ -47,6 +50,7 @@ __all__ = [
     "DEFAULT_STATIC_DIR",
     "LOOPBACK_HOSTS",
     "create_app",
+    "frontend_url",
     "host_name",
     "require_front_end",
     "runs_impl",
@@ -125,22 +129,45 @@ def runs_impl(provider: DataProvider, *, now: float | None = None) -> dict[str, 
     }
 
 
+def frontend_url(name: str) -> str:
+    """Where the board serves the front-end ES module of the third-party view ``name``."""
+    return f"/views/{name}/index.js"
+
+
+def _frontend_module(view: View) -> Path | None:
+    """The ES module file ``view`` ships (``None``: bundled), checked that it exists."""
+    module = view.frontend().es_module
+    if module is None:
+        return None
+    path = Path(module)
+    if not path.is_file():
+        msg = f"front-end module {str(path)!r} of view {view.name!r} not found"
+        raise InputFileError(msg)
+    return path
+
+
 def _load_views(
     provider: DataProvider, names: Iterable[str] | None
-) -> tuple[list[View], list[ViewInfo]]:
+) -> tuple[list[View], list[ViewInfo], dict[str, Path]]:
     registry = view_registry()
     views: list[View] = []
     infos: list[ViewInfo] = []
+    modules: dict[str, Path] = {}
     for name in registry.names() if names is None else names:
         try:
             cls = registry.get(name)
             view = cls(provider)
+            module = _frontend_module(view)
         except (RegistryError, Exception) as exc:  # a broken view must not crash the board
             infos.append(ViewInfo(name, name.capitalize(), False, f"unavailable: {exc}"))
             continue
         views.append(view)
-        infos.append(ViewInfo(view.name, view.title or name.capitalize(), True))
-    return views, infos
+        url = None
+        if module is not None:
+            modules[view.name] = module
+            url = frontend_url(view.name)
+        infos.append(ViewInfo(view.name, view.title or name.capitalize(), True, module=url))
+    return views, infos, modules
 
 
 def create_app(
@@ -173,11 +200,11 @@ def create_app(
     lazy_import("starlette", extra="board", needed_by="tensorsight board")
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
-    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.responses import FileResponse, HTMLResponse, JSONResponse
     from starlette.routing import Mount, Route, Router
     from starlette.staticfiles import StaticFiles
 
-    loaded, infos = _load_views(provider, views)
+    loaded, infos, modules = _load_views(provider, views)
     static = DEFAULT_STATIC_DIR if static_dir is None else static_dir
 
     async def list_views(request: Request) -> Response:
@@ -200,9 +227,20 @@ def create_app(
                     "enabled": enabled,
                     "has_data": enabled and not reason,
                     "reason": reason,
+                    "module": info.module,
                 }
             )
         return JSONResponse({"views": out})
+
+    async def frontend_module(request: Request) -> Response:
+        name = request.path_params["name"]
+        path = modules.get(name)
+        if path is None:
+            msg = f"View {name[:200]!r} has no front-end module on this board."
+            raise NotFound(msg)
+        return FileResponse(
+            path, media_type="text/javascript", headers={"Cache-Control": "no-cache"}
+        )
 
     async def list_runs(request: Request) -> Response:
         return JSONResponse(runs_impl(provider))
@@ -224,6 +262,7 @@ def create_app(
     routes += [Mount(f"/api/views/{v.name}", app=Router(list(v.routes()))) for v in loaded]
     routes += [
         Route("/api/{rest:path}", api_not_found),
+        Route("/views/{name}/index.js", frontend_module),
         Route("/", index),
     ]
     if static.is_dir():

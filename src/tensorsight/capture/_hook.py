@@ -145,8 +145,10 @@ def install(config: dict[str, Any]) -> DumpHook:
     process with one ``tensorsight dump: error: ...`` line and exit status 2, before the
     script runs.
     """
+    from tensorsight._notices import show_on_stderr
     from tensorsight.capture.session import dump
 
+    show_on_stderr()  # the command's side: a kernel build's notice reaches the user
     options = dict(config["options"])
     steps = options.get("steps")
     try:

@@ -18,6 +18,7 @@ or a dump needs something only the Python path does, the Python path is used: se
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import sys
 import threading
@@ -31,6 +32,8 @@ import torch
 from tensorsight import _cbuild
 from tensorsight.capture._torch_stats import dtype_name
 from tensorsight.capture.backends.base import CaptureBackend
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["NativeOpCapture", "load", "native_reason"]
 
@@ -142,8 +145,9 @@ def load() -> _Library | None:
             except (OSError, RuntimeError) as exc:
                 why = f"the native op capture could not be loaded ({exc})"
             if lib is None:  # once per process: say why dumps run slower than documented
-                print(f"tensorsight: {why}; level-op statistics use the Python path (slower)",
-                      file=sys.stderr)  # fmt: skip
+                _log.warning(
+                    "tensorsight: %s; level-op statistics use the Python path (slower)", why
+                )
         _STATE["lib"], _STATE["why"] = lib, why
         return lib
 

@@ -113,7 +113,8 @@ def compare(
             or a dump is incomplete (without ``allow_incomplete``).
         UsageError: Unknown metric or profile, bad mapping selector.
 
-    Example:
+    Example (skipped by the doctest run: it needs two dumps on disk, see
+    ``docs/guide/compare.md``):
         >>> import tensorsight  # doctest: +SKIP
         >>> result = tensorsight.compare("dumps/fp32", "dumps/bf16")  # doctest: +SKIP
         >>> print(result.summary())  # doctest: +SKIP

@@ -205,35 +205,34 @@ def test_each_loop_the_cpu_has_can_be_forced(monkeypatch, kernel, fresh_load, ca
     ],
 )
 def test_forcing_a_loop_the_cpu_lacks_runs_the_best_it_has_and_says_so_once(
-    monkeypatch, fresh_load, capsys, features, asked, runs, lacks
+    monkeypatch, fresh_load, caplog, features, asked, runs, lacks
 ):
     """The CPU's answer is narrowed (as on an AVX2-only or a non-x86 machine); the library
     and its loops are the real ones."""
     monkeypatch.setattr(_native, "cpu_features", lambda _lib: frozenset(features))
     monkeypatch.setenv("TENSORSIGHT_KERNEL", asked)
     assert fresh_load().isa == runs
-    err = capsys.readouterr().err
-    assert err == (
-        f"tensorsight: TENSORSIGHT_KERNEL={asked} needs {lacks}, which this CPU lacks; "
-        f"using {runs}\n"
-    )
+    said = [
+        f"tensorsight: TENSORSIGHT_KERNEL={asked} needs {lacks}, which this CPU lacks; using {runs}"
+    ]
+    assert caplog.messages == said
     monkeypatch.setattr(_native, "_STATE", {})
     assert _native.load().isa == runs
-    assert capsys.readouterr().err == ""  # said once per process
+    assert caplog.messages == said  # said once per process
     with pytest.raises(ValueError, match=f"this CPU lacks {lacks}"):
         _native.build(asked)
 
 
-def test_an_unknown_choice_runs_the_default_and_says_so(monkeypatch, fresh_load, capsys):
+def test_an_unknown_choice_runs_the_default_and_says_so(monkeypatch, fresh_load, caplog):
     monkeypatch.delenv("TENSORSIGHT_KERNEL", raising=False)
     want = fresh_load().isa
     monkeypatch.setattr(_native, "_STATE", {})
     monkeypatch.setenv("TENSORSIGHT_KERNEL", "sse9")
     assert _native.load().isa == want
-    assert capsys.readouterr().err == (
+    assert caplog.messages == [
         "tensorsight: TENSORSIGHT_KERNEL=sse9 is not one of auto, avx512, avx2, portable, "
-        f"numpy; using {want}\n"
-    )
+        f"numpy; using {want}"
+    ]
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])

@@ -8,6 +8,8 @@ export interface ViewEntry {
   enabled: boolean;
   has_data: boolean;
   reason: string;
+  /** URL of a third-party view's front-end ES module; null: bundled (views/registry.ts). */
+  module: string | null;
 }
 
 export interface RunEntry {

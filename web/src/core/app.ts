@@ -2,6 +2,7 @@
 import { getJson } from "../api/client";
 import type { RunsResponse, ViewEntry } from "../api/types";
 import { VIEWS } from "../views/registry";
+import { loaderFor } from "./viewloader";
 import { RunList } from "./runlist";
 import { BoardState, h, type ViewInstance } from "./state";
 
@@ -22,6 +23,7 @@ export async function start(root: HTMLElement): Promise<void> {
 
   let current: ViewInstance | null = null;
   let currentName = "";
+  const entries = new Map<string, ViewEntry>();
 
   async function show(name: string): Promise<void> {
     currentName = name;
@@ -29,12 +31,20 @@ export async function start(root: HTMLElement): Promise<void> {
     current?.dispose();
     current = null;
     main.replaceChildren();
-    const loader = VIEWS[name];
+    const entry = entries.get(name);
+    const loader = entry ? loaderFor(entry, VIEWS) : undefined;
     if (!loader) {
       main.append(h("p", { class: "error-text" }, `This board has no front end for view ${name}.`));
       return;
     }
-    const mod = await loader();
+    let mod;
+    try {
+      mod = await loader();
+    } catch (err) {
+      if (currentName !== name) return;
+      main.append(h("p", { class: "error-text" }, `The front end of view ${name} failed to load: ${String(err)}`));
+      return;
+    }
     if (currentName !== name) return;
     const el = h("div", { class: `view view-${name}`, id: `view-${name}` });
     main.append(el);
@@ -62,6 +72,7 @@ export async function start(root: HTMLElement): Promise<void> {
 
   const { views } = await getJson<{ views: ViewEntry[] }>("/api/views");
   for (const v of views) {
+    entries.set(v.name, v);
     const button = h("button", { type: "button", "data-view": v.name, title: v.reason }, v.title);
     button.disabled = !v.enabled;
     if (!v.has_data) button.classList.add("empty");

@@ -1,4 +1,6 @@
-// View name -> lazy module exporting render(el, ctx). One line per view.
+// Built-in view name -> lazy bundled module exporting render(el, ctx). One line per built-in view;
+// the tabs come from GET /api/views (BUILTIN_VIEWS in board/views/__init__.py, plus third-party
+// views, which ship their own module: core/viewloader.ts). tests/board keeps the names equal.
 import type { RenderFn } from "../core/state";
 
 export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {

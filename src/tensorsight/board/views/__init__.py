@@ -1,15 +1,19 @@
 """Board views: the built-ins in tab order, plus third parties from ``tensorsight.views``.
 
 Each entry is a lazy ``"module:Class"`` string; a view that fails to import is listed by
-``GET /api/views`` as disabled with the reason and never crashes the board.
+``GET /api/views`` as disabled with the reason and never crashes the board. This list is the
+one source of truth for the tabs: the shell draws them from ``GET /api/views``;
+``web/src/views/registry.ts`` only maps a built-in name to its bundled code (a test keeps
+the two name sets equal), and a third-party view brings its own ES module through
+:meth:`View.frontend`.
 """
 
 from __future__ import annotations
 
 from tensorsight._registry import Registry
-from tensorsight.board.views.base import View, ViewInfo
+from tensorsight.board.views.base import FrontendMeta, View, ViewInfo
 
-__all__ = ["BUILTIN_VIEWS", "View", "ViewInfo", "view_registry"]
+__all__ = ["BUILTIN_VIEWS", "FrontendMeta", "View", "ViewInfo", "view_registry"]
 
 # name -> "module:Class"; order = tab order.
 BUILTIN_VIEWS: dict[str, str] = {

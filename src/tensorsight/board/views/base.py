@@ -7,6 +7,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from tensorsight.board.errors import DeadlineExceeded, InvalidArgument, NotFound
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WORK_DEADLINE_SECS",
+    "FrontendMeta",
     "View",
     "ViewInfo",
     "float_param",
@@ -65,18 +67,40 @@ async def offload(request: Request, func: Callable[..., T], /, *args: Any, **kwa
 
 @dataclass(frozen=True)
 class ViewInfo:
-    """How ``GET /api/views`` lists a view (SCHEMA_VERSION 1)."""
+    """How ``GET /api/views`` lists a view (SCHEMA_VERSION 1).
+
+    ``module`` is the URL of the view's front-end ES module when the view ships its own
+    (a third-party view), ``None`` when its front end is bundled with the board.
+    """
 
     name: str
     title: str
     enabled: bool
     reason: str = ""
+    module: str | None = None
+
+    SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class FrontendMeta:
+    """Where the shell finds a view's front end (SCHEMA_VERSION 1).
+
+    ``es_module`` ``None`` (the default): the front end is bundled with the board, in
+    ``web/src/views/<name>/`` and mapped by ``web/src/views/registry.ts``; every built-in view
+    is one. A third-party view sets it to a self-contained JavaScript ES module file that its
+    package ships: the board serves that file at ``/views/<name>/index.js``, lists the URL in
+    ``GET /api/views`` and the shell imports it. The module exports, like a built-in one,
+    ``render(el, ctx)`` returning ``{refresh(reason), dispose()}`` (see CONTRIBUTING.md).
+    """
+
+    es_module: Path | None = None
 
     SCHEMA_VERSION = 1
 
 
 class View(abc.ABC):
-    """A board view: a name, a tab title, routes under ``/api/views/<name>``.
+    """A board view: a name, a tab title, routes under ``/api/views/<name>``, a front end.
 
     Subclasses keep the work in ``*_impl`` methods that take the provider and plain
     arguments and return plain data; their routes only parse parameters and respond.
@@ -92,6 +116,10 @@ class View(abc.ABC):
     @abc.abstractmethod
     def routes(self) -> Sequence[BaseRoute]:
         """Routes relative to ``/api/views/<name>``."""
+
+    def frontend(self) -> FrontendMeta:
+        """Where the shell loads this view's front end (default: bundled with the board)."""
+        return FrontendMeta()
 
     def is_active(self) -> bool:
         """True when some run has data for this view (the tab is shown enabled)."""
