@@ -89,8 +89,10 @@ class DataFlow:
         self.first_backward: int | None = None
         for op in ops:
             allocates = op_base(op.op) in ALLOCATION_OPS
+            # each row's identity once (it was computed up to four times a row)
+            idents = {id(t): tensor_identity(t) for t in op.tensors}
             for t in op.tensors:
-                ident = tensor_identity(t)
+                ident = idents[id(t)]
                 keys: list[Hashable] = [] if ident is None else [ident]
                 if t.data is not None:
                     keys.append(("data", t.data))
@@ -104,7 +106,7 @@ class DataFlow:
                 self.first_backward = op.index
             for t in op.tensors:
                 if t.tensor.startswith("param."):
-                    key = tensor_identity(t)
+                    key = idents[id(t)]
                     if key is not None:
                         self._params.add(key)
                     if t.data is not None:
@@ -112,7 +114,7 @@ class DataFlow:
             for t in op.inputs:
                 p = by_data.get(t.data) if t.data is not None else None
                 if p is None:
-                    key = tensor_identity(t)
+                    key = idents[id(t)]
                     p = by_stats.get(key) if key is not None else None
                 if p is not None:
                     self._producer[(op.index, t.tensor)] = p
@@ -120,7 +122,7 @@ class DataFlow:
                 p = Producer(op.index, op.op, t.tensor)
                 if t.data is not None:
                     by_data[t.data] = p
-                key = tensor_identity(t)
+                key = idents[id(t)]
                 if key is not None:
                     by_stats[key] = p
 
