@@ -204,3 +204,21 @@ def test_csv_rows_with_different_custom_metrics():
     assert table[0]["max_abs_err"] == "inf"
     assert table[0]["kl_div"] == "nan"
     assert table[0]["shape_bench"] == "[2,3]"
+
+
+def test_json_text_is_the_same_document_at_every_indent():
+    rows = (
+        OpComparison(0, "aten.add.Tensor", "m", "forward", "output.0", shape_bench=(2, 3)),
+        OpComparison(1, "aten.mul.Tensor", "m", "forward", "output.0", cosine=math.inf),
+        OpComparison(2, "aten.mul.Tensor", "m", "forward", "input.0", mae=0.5, custom={"k": 1.0}),
+    )
+    c = Comparison("a", "b", rows)
+    docs = [json.loads(c.to_json(indent=i)) for i in (None, 1, 4)]
+    assert docs[0] == docs[1] == docs[2] == json.loads(json.dumps(c.to_dict()))
+    assert docs[0]["rows"][0]["shape_bench"] == [2, 3]
+    assert docs[0]["rows"][1]["cosine"] == "inf"  # the encoder's refusal: spelled as text
+    assert docs[0]["rows"][2]["k"] == 1.0
+    lines = c.to_json(indent=1).splitlines()
+    assert sum(line.lstrip().startswith('{"index": ') for line in lines) == 3  # a row a line
+    assert json.loads(Comparison("a", "b", ()).to_json(indent=None))["rows"] == []
+    assert "rows" not in c.to_dict(rows=False)

@@ -31,6 +31,7 @@ one stored tensor (a weight read by several ops is stored once per version).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
@@ -367,12 +368,14 @@ class OpRecord:
     stack: str | None = None
     args: str | None = None
 
-    @property
+    # cached: the comparison asks for them several times per op (a frozen dataclass keeps
+    # them in its __dict__, outside the fields, so equality and hashing are unchanged)
+    @functools.cached_property
     def inputs(self) -> tuple[TensorRecord, ...]:
         """Rows named ``input.*`` (and ``param.*``)."""
         return tuple(t for t in self.tensors if not t.tensor.startswith(("output", "grad")))
 
-    @property
+    @functools.cached_property
     def outputs(self) -> tuple[TensorRecord, ...]:
         """Rows named ``output.*`` (and ``grad.*``)."""
         return tuple(t for t in self.tensors if t.tensor.startswith(("output", "grad")))

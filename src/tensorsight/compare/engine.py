@@ -29,7 +29,7 @@ from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
-from tensorsight.compare.flow import Origins
+from tensorsight.compare.flow import Origins, forget_flows
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
     BUILTIN_KEYS,
@@ -146,6 +146,7 @@ def compare(
         finally:
             bs.close()
             ts.close()
+            forget_flows()
 
     # ranks run in parallel; their tensor pairs share one pool of worker threads
     with (

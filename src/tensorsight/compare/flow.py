@@ -19,6 +19,7 @@ so the trail ends there.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +31,8 @@ __all__ = [
     "Origin",
     "Origins",
     "Producer",
+    "data_flow",
+    "forget_flows",
     "op_base",
     "tensor_identity",
 ]
@@ -89,8 +92,10 @@ class DataFlow:
         self.first_backward: int | None = None
         for op in ops:
             allocates = op_base(op.op) in ALLOCATION_OPS
+            # each row's identity once (it was computed up to four times a row)
+            idents = {id(t): tensor_identity(t) for t in op.tensors}
             for t in op.tensors:
-                ident = tensor_identity(t)
+                ident = idents[id(t)]
                 keys: list[Hashable] = [] if ident is None else [ident]
                 if t.data is not None:
                     keys.append(("data", t.data))
@@ -104,7 +109,7 @@ class DataFlow:
                 self.first_backward = op.index
             for t in op.tensors:
                 if t.tensor.startswith("param."):
-                    key = tensor_identity(t)
+                    key = idents[id(t)]
                     if key is not None:
                         self._params.add(key)
                     if t.data is not None:
@@ -112,7 +117,7 @@ class DataFlow:
             for t in op.inputs:
                 p = by_data.get(t.data) if t.data is not None else None
                 if p is None:
-                    key = tensor_identity(t)
+                    key = idents[id(t)]
                     p = by_stats.get(key) if key is not None else None
                 if p is not None:
                     self._producer[(op.index, t.tensor)] = p
@@ -120,7 +125,7 @@ class DataFlow:
                 p = Producer(op.index, op.op, t.tensor)
                 if t.data is not None:
                     by_data[t.data] = p
-                key = tensor_identity(t)
+                key = idents[id(t)]
                 if key is not None:
                     by_stats[key] = p
 
@@ -142,6 +147,35 @@ class DataFlow:
     def before_backward(self, index: int) -> bool:
         """Whether op ``index`` ran before the first backward op (or there is none)."""
         return self.first_backward is None or index < self.first_backward
+
+
+_FLOWS: list[tuple[Sequence[OpRecord], DataFlow]] = []  # the last few, newest last
+_FLOWS_LOCK = threading.Lock()
+
+
+def data_flow(ops: Sequence[OpRecord]) -> DataFlow:
+    """``DataFlow(ops)``, shared while the same sequence object is asked for again.
+
+    Pairing (:mod:`~tensorsight.compare.match`) and judging (:class:`Origins`) both need
+    the flow of each side's ops; building it walks every row (~20 ms per 1,000 ops).
+    Only tuples are shared (a list could change); :func:`forget_flows` drops them."""
+    if type(ops) is not tuple:
+        return DataFlow(ops)
+    with _FLOWS_LOCK:
+        for seq, flow in _FLOWS:
+            if seq is ops:
+                return flow
+    flow = DataFlow(ops)
+    with _FLOWS_LOCK:
+        _FLOWS.append((ops, flow))
+        del _FLOWS[:-8]  # ranks run in parallel: room for a few pairs of sides
+    return flow
+
+
+def forget_flows() -> None:
+    """Drop the flows :func:`data_flow` keeps (a comparison calls it when it ends)."""
+    with _FLOWS_LOCK:
+        _FLOWS.clear()
 
 
 @dataclass(frozen=True)
@@ -175,7 +209,7 @@ class Origins:
         target: Sequence[OpRecord],
         mates: dict[int, int] | None = None,
     ) -> None:
-        self.bench, self.target = DataFlow(bench), DataFlow(target)
+        self.bench, self.target = data_flow(bench), data_flow(target)
         self._bench_ops = {op.index: op for op in bench}
         self._target_ops = {op.index: op for op in target}
         self._mates = mates or {}  # bench index -> target index of paired ops

@@ -38,7 +38,7 @@ from typing import Any
 
 from tensorsight.capture.schema import OpRecord
 from tensorsight.compare import names
-from tensorsight.compare.flow import DataFlow, Producer
+from tensorsight.compare.flow import DataFlow, Producer, data_flow
 from tensorsight.errors import InputFileError, UsageError
 
 __all__ = ["OpPair", "load_mapping", "match_ops"]
@@ -269,7 +269,7 @@ class _Flow:
     def __init__(
         self, pairs: Sequence[OpPair], bench: Sequence[OpRecord], target: Sequence[OpRecord]
     ) -> None:
-        self.fb, self.ft = DataFlow(bench), DataFlow(target)
+        self.fb, self.ft = data_flow(bench), data_flow(target)
         self.b_ops = {op.index: op for op in bench}
         self.t_ops = {op.index: op for op in target}
         self.mate: dict[int, int] = {}  # bench index -> target index of matched pairs

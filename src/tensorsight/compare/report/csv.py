@@ -13,6 +13,7 @@ from tensorsight.compare.result import COLUMNS, Comparison, attr_name
 __all__ = ["FORMAT", "header", "render_csv"]
 
 _ATTRS = tuple(attr_name(c) for c in COLUMNS)
+_SHAPES = tuple(i for i, c in enumerate(COLUMNS) if c.startswith("shape_"))
 
 
 def header(comparison: Comparison) -> list[str]:
@@ -43,7 +44,14 @@ def render_csv(comparison: Comparison, path: str | Path | None = None) -> str:
         if custom and not custom.keys().isdisjoint(COLUMNS):  # as get(): custom values win
             values = [custom.get(c, v) for c, v in zip(COLUMNS, values, strict=True)]
         values.extend(custom.get(c) for c in extra)  # a key other rows have: empty here
-        lines.append([_text(v) for v in values])
+        # the csv module writes None as "" and a float as its repr ("nan", "inf"): only
+        # the shapes (and anything cell() would change) need converting
+        for i in _SHAPES:
+            if type(values[i]) is tuple:
+                values[i] = cell(values[i])
+        if custom:
+            values = [_text(v) for v in values]
+        lines.append(values)
     buf = io.StringIO()
     if comparison.header_note:  # "INCOMPLETE: ..." before the header (read with comment="#")
         buf.write(f"# {comparison.header_note}\n")

@@ -1,0 +1,195 @@
+"""transformer: a nanoGPT-sized training step, many small tensors (issue 18).
+
+A GPT written here (token and position embeddings, pre-LayerNorm blocks with biases, causal
+attention through ``scaled_dot_product_attention``, a GELU MLP, a tied LM head), random init,
+one forward + backward + AdamW step. Two measurements:
+
+1. ``tensorsight compare`` of an fp32 run against a bf16-autocast run, both dumped with
+   ``tensorsight.dump(level="op", mode="tensor")`` (~2 x 200 MB, ~2,800 tensors), end to end
+   (process start, imports, reports csv+json). The anchor reads the same bytes: a child
+   process that imports numpy and reads every shard of both dumps (``numpy.fromfile``) and
+   sums it as float32 -- the least any comparison of the stored tensors must do. Goal:
+   >= 1 GB/s, bytes of both dumps over the CLI's wall time.
+2. The training step dumped in statistics mode (level op) against the plain step, in
+   alternating rounds in this process, the dump's close counted. Goal: <= x1.5.
+
+The machine's load moves wall times: the CPU time (user + sys) of each ``tensorsight
+compare`` is noted too, and min-of-N ratios next to the medians.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_dump import _LEFTOVERS, _interleaved
+from benchmarks.harness import Harness, python
+
+# Shared by this process and the dump children (kept as source so both build the same model).
+MODEL = r"""
+import math, torch
+from torch import nn
+from torch.nn import functional as F
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+class GPT(nn.Module):
+    def __init__(self, vocab, ctx, d, layers, heads):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.tok.weight
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x))
+
+def build(quick, bf16=False):
+    torch.manual_seed(0)
+    vocab, ctx, d, layers, heads, batch = (
+        (256, 32, 64, 2, 2, 2) if quick else (1024, 64, 192, 3, 4, 4))
+    model = GPT(vocab, ctx, d, layers, heads)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, vocab, (batch, ctx))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(ids[:, :-1])
+        loss = F.cross_entropy(logits.float().reshape(-1, vocab), ids[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step
+"""
+
+_DUMP = textwrap.dedent(
+    """
+    import sys, tensorsight
+    ns = {}
+    exec(sys.argv[1], ns)
+    _, step = ns["build"](sys.argv[3] == "1", bf16=sys.argv[4] == "bf16")
+    with tensorsight.dump(sys.argv[2], level="op", mode="tensor", steps=[0], overwrite=True) as d:
+        step()
+        d.step()
+    """
+)
+
+_READ = textwrap.dedent(
+    """
+    import sys, numpy as np
+    total = 0.0
+    for path in sys.argv[1:]:
+        raw = np.fromfile(path, dtype=np.uint8)
+        n = raw.size // 4 * 4
+        total += float(raw[:n].view(np.float32).sum(dtype=np.float64))  # NaNs: fine
+    print(total)
+    """
+)
+
+
+ANCHOR = "numpy: read + sum every shard (anchor)"
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def _compare(h: Harness, tmp: Path) -> None:
+    for side in ("fp32", "bf16"):
+        argv = [python(), "-c", _DUMP, MODEL, str(tmp / side), "1" if h.quick else "0", side]
+        subprocess.run(argv, check=True, capture_output=True)
+    files = _files(tmp / "fp32") + _files(tmp / "bf16")
+    size = sum(p.stat().st_size for p in files)
+    shards = [str(p) for p in files if p.suffix == ".safetensors"]
+    os.sync()
+    cpu: list[float] = []
+    argv = [
+        *(python(), "-m", "tensorsight", "compare", str(tmp / "fp32"), str(tmp / "bf16")),
+        *("-q", "-o", str(tmp / "report"), "--format", "csv,json"),
+    ]
+    for _ in range(h.repeat):  # interleaved, so load from other processes hits both alike
+        before = os.times()
+        ts = h.measure_command("tensorsight compare (csv+json)", argv, repeat=1)
+        after = os.times()
+        cpu.append(
+            after.children_user - before.children_user + after.children_system
+            - before.children_system
+        )  # fmt: skip
+        anchor = h.measure_command(ANCHOR, [python(), "-c", _READ, *shards], repeat=1)
+    h.compare(anchor.label)
+    from tensorsight.compare.result import Comparison
+
+    result = Comparison.from_json(tmp / "report" / "comparison.json")
+    errors = sum(r.verdict == "error" for r in result.rows)
+    gb = size / 1e9
+    h.note(
+        f"dumps: GPT fp32 vs bf16 autocast, op level, tensor mode: {size / 1e6:,.0f} MB in "
+        f"both, {len(result.rows):,} rows, {errors} error rows (healthy run: 0 expected)"
+    )
+    h.note(
+        f"tensorsight compare: {gb / ts.median:.2f} GB/s median, {gb / min(ts.seconds):.2f} "
+        f"GB/s fastest (wall, process start and imports included); CPU time (user+sys) "
+        f"min {min(cpu):.3f} s = {gb / min(cpu):.2f} GB per CPU-second; anchor "
+        f"{gb / anchor.median:.2f} GB/s; goal >= 1 GB/s"
+    )
+
+
+def _statistics(h: Harness) -> None:
+    ns: dict[str, Any] = {}
+    exec(MODEL, ns)  # our own model source, shared with the dump children
+    _, step = ns["build"](h.quick)
+    rounds, per_round = (2, 3) if h.quick else (max(h.repeat, 3), 10)
+    plain, (stats,) = _interleaved(
+        h, "GPT", step, rounds, per_round, {"statistics": {"level": "op", "mode": "statistics"}}
+    )
+    per_step = float(stats.notes["total_with_close"]) / len(stats.seconds)
+    h.note(
+        f"GPT step, statistics dump ({stats.notes.get('capture', '?')} capture): "
+        f"x{stats.median / plain.median:.2f} the plain step (medians), fastest x"
+        f"{min(stats.seconds) / min(plain.seconds):.2f}; with each dump's close, per step: "
+        f"x{per_step / plain.median:.2f}; rounds [{stats.notes['round_ratios']}]; goal <= x1.5"
+    )
+
+
+def run(h: Harness) -> None:
+    """Compare the fp32/bf16 pair against a plain read, then the statistics dump's cost."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench_transformer_"))
+    try:
+        t = time.perf_counter()
+        _compare(h, tmp)
+        h.note(f"(dumps made and compared in {time.perf_counter() - t:.0f} s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    kept = len(_LEFTOVERS)
+    try:
+        _statistics(h)
+    finally:  # the statistics dumps (bench_dump keeps them until its run ends)
+        for folder in _LEFTOVERS[kept:]:
+            shutil.rmtree(folder, ignore_errors=True)
+        del _LEFTOVERS[kept:]

@@ -1,0 +1,29 @@
+"""data_flow(): one DataFlow per tuple of ops while it is asked for again, none for lists."""
+
+from __future__ import annotations
+
+from tensorsight.capture.schema import OpRecord, TensorRecord, TensorStats
+from tensorsight.compare.flow import data_flow, forget_flows
+
+
+def _ops() -> tuple[OpRecord, ...]:
+    stats = TensorStats(min=0.0, max=1.0, mean=0.5, norm=2.0)
+    out = TensorRecord(0, "aten.exp.default", "forward", "m", "output.0", (4,), "float32",
+                       stats=stats)  # fmt: skip
+    inp = TensorRecord(1, "aten.neg.default", "forward", "m", "input.0", (4,), "float32",
+                       stats=stats)  # fmt: skip
+    return (
+        OpRecord(0, "aten.exp.default", "forward", "m", (out,)),
+        OpRecord(1, "aten.neg.default", "forward", "m", (inp,)),
+    )
+
+
+def test_a_tuple_shares_its_flow_until_forgotten_and_a_list_never_does():
+    ops = _ops()
+    flow = data_flow(ops)
+    assert data_flow(ops) is flow
+    assert flow.producer(1, "input.0") is not None  # the edge by statistics
+    assert data_flow(list(ops)) is not data_flow(list(ops))
+    forget_flows()
+    assert data_flow(ops) is not flow
+    forget_flows()
