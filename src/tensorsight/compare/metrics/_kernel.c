@@ -90,8 +90,12 @@ static inline double ts_log(double u, double v) {
     return ok ? r : __builtin_nan("");
 }
 
-static inline double ts_inv_binade(double a, double floor) {
-    /* 1 / max(2**floor(log2(a)), floor) for a >= 0, exact (powers of two; no division) */
+static inline double ts_inv_binade2(double a, double floor) {
+    /* 2 / max(2**floor(log2(a)), floor) for a >= 0, exact (powers of two; no division).
+       Twice the inverse, because 2**-E itself is subnormal at E = 1023 (the bits would
+       wrap to 0); 2**(1 - E) is normal for every E from -1022 to 1023. The loops keep
+       |d| 2**(1 - E), which is 0 or normal (|d| >= 2**(E - 53) where |y| >= 2**E), so
+       halving their maximum is exact. */
     uint64_t b;
     memcpy(&b, &a, 8);
     b &= 0x7FF0000000000000ULL;
@@ -99,7 +103,7 @@ static inline double ts_inv_binade(double a, double floor) {
     memcpy(&p, &b, 8);
     p = p > floor ? p : floor;
     memcpy(&b, &p, 8);
-    b = 0x7FE0000000000000ULL - b;
+    b = 0x7FF0000000000000ULL - b;
     memcpy(&p, &b, 8);
     return p;
 }
@@ -128,7 +132,7 @@ reduction(max:mabs,mrel,mulp)")                                                 
         /* msprobe's ratios: |d| < t |y|, and 0/0 counts as no error */                    \
         w1 += ((ad < 1e-3 * ay) | (ad == 0.0)) ? 1.0 : 0.0;                                \
         w5 += ((ad < 5e-3 * ay) | (ad == 0.0)) ? 1.0 : 0.0;                                \
-        double q = ad * ts_inv_binade(ay, ulp_floor);                                      \
+        double q = ad * ts_inv_binade2(ay, ulp_floor);                                      \
         mulp = q > mulp ? q : mulp;                                                        \
         double u = (xv - xo) * xsc;                                                        \
         u = u > EPS32 ? u : EPS32;                                                         \
@@ -141,7 +145,7 @@ reduction(max:mabs,mrel,mulp)")                                                 
     }                                                                                      \
     acc[0] = sx; acc[1] = sy; acc[2] = sxx; acc[3] = syy; acc[4] = sxy; acc[5] = sdd;      \
     acc[6] = sad; acc[7] = arel; acc[8] = mabs; acc[9] = mrel; acc[10] = w1; acc[11] = w5; \
-    acc[12] = mulp; acc[13] = ku; acc[14] = kd; acc[15] = ks; acc[16] = rxx; acc[17] = ryy;
+    acc[12] = 0.5 * mulp; acc[13] = ku; acc[14] = kd; acc[15] = ks; acc[16] = rxx; acc[17] = ryy;
 
 
 static void ts_portable_block_f32(const float *x, const float *y, int64_t n, double kx,
@@ -281,92 +285,156 @@ TS_AVX2 static inline int64_t ts_hadd4_i64(__m256i a) {
 #define TS_LOAD4_F32(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 #define TS_LOAD4_F64(p) _mm256_loadu_pd(p)
 
-/* TS_AVX512_BODY's steps on 4 lanes: masks are vectors, the "within" counts are vector
-   sums of the compare results (-1 per lane), |.| clears the sign bit */
-#define TS_AVX2_BODY(T, LOAD)                                                               \
+/* TS_AVX512_BODY's steps on 4 lanes, in two passes over each run of TS_SUB elements (which
+   stays in L1): the moments and KL, then the error metrics. AVX2 has 16 vector registers
+   and the pass's 17 accumulators do not fit in them: in one loop the compiler kept half of
+   them on the stack, a store and a reload on every iteration (~40 % of the loop's time on
+   Zen 5). Each pass is its own function whose accumulators are locals (loaded and stored
+   once per run), so they stay in registers; the second pass reloads from L1. Masks are
+   vectors, |.| clears the sign bit, the two "within" counts share one register (32-bit
+   counters, within 1e-3 in the low half of each 64-bit lane, 5e-3 in the high half). */
+#define TS_SUB 1024
+
+typedef struct {
+    __m256d sx, sy, sxx, syy, sxy, rxx, ryy, ku, kd, ks;
+} ts_mom4;
+
+typedef struct {
+    __m256d sdd, sad, mabs, arel, mrel, mulp;
+    __m256i w;
+} ts_err4;
+
+#define TS_STORE_NONE(p, X, Y) ((void)0)
+#define TS_STORE_BUF(p, X, Y) (_mm256_store_pd((p), (X)), _mm256_store_pd((p) + TS_SUB, (Y)))
+#define TS_AVX2_PASSES(T, CT, LOAD, STORE)                                                  \
+    TS_AVX2 __attribute__((noinline)) static void ts_avx2_mom_##T(                          \
+        const CT *x, const CT *y, int64_t n, const double *c, ts_mom4 *a, double *buf) {   \
+        __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy, sxy = a->sxy;         \
+        __m256d rxx = a->rxx, ryy = a->ryy, ku = a->ku, kd = a->kd, ks = a->ks;           \
+        const __m256d KX = _mm256_set1_pd(c[0]), KY = _mm256_set1_pd(c[1]);               \
+        const __m256d XO = _mm256_set1_pd(c[2]), XSC = _mm256_set1_pd(c[3]);              \
+        const __m256d YO = _mm256_set1_pd(c[4]), YSC = _mm256_set1_pd(c[5]);              \
+        const __m256d E32 = _mm256_set1_pd(EPS32);                                        \
+        for (int64_t i = 0; i < n; i += 4) {                                              \
+            _mm_prefetch((const char *)(x + i) + 4096, _MM_HINT_T0);                       \
+            _mm_prefetch((const char *)(y + i) + 4096, _MM_HINT_T0);                       \
+            __m256d X = LOAD(x + i), Y = LOAD(y + i);                                      \
+            STORE(buf + i, X, Y);                                                          \
+            __m256d xs = _mm256_sub_pd(X, KX), ys = _mm256_sub_pd(Y, KY);                  \
+            sx = _mm256_add_pd(sx, xs);                                                    \
+            sy = _mm256_add_pd(sy, ys);                                                    \
+            sxx = _mm256_fmadd_pd(xs, xs, sxx);                                            \
+            syy = _mm256_fmadd_pd(ys, ys, syy);                                            \
+            rxx = _mm256_fmadd_pd(X, X, rxx);                                              \
+            ryy = _mm256_fmadd_pd(Y, Y, ryy);                                              \
+            sxy = _mm256_fmadd_pd(X, Y, sxy);                                              \
+            __m256d u = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(X, XO), XSC), E32);      \
+            __m256d v = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(Y, YO), YSC), E32);      \
+            ku = _mm256_add_pd(ku, u);                                                     \
+            __m256d umv = _mm256_sub_pd(u, v);                                             \
+            kd = _mm256_sub_pd(kd, umv);                                                   \
+            ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, umv), ks);                         \
+        }                                                                                  \
+        a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->sxy = sxy;                  \
+        a->rxx = rxx; a->ryy = ryy; a->ku = ku; a->kd = kd; a->ks = ks;                    \
+    }                                                                                      \
+    TS_AVX2 __attribute__((noinline)) static void ts_avx2_err_##T(                          \
+        const CT *x, const CT *y, int64_t n, double ulp_floor, ts_err4 *a) {               \
+        __m256d sdd = a->sdd, sad = a->sad, mabs = a->mabs, arel = a->arel;                \
+        __m256d mrel = a->mrel, mulp = a->mulp;                                            \
+        __m256i w = a->w;                                                                  \
+        const __m256d ABS = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL)); \
+        const __m256d E64 = _mm256_set1_pd(EPS64), FLOOR = _mm256_set1_pd(ulp_floor);    \
+        const __m256d T1 = _mm256_set1_pd(1e-3), T5 = _mm256_set1_pd(5e-3);               \
+        const __m256d EXPMASK = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000LL)); \
+        const __m256i INVC = _mm256_set1_epi64x(0x7FF0000000000000LL);                    \
+        for (int64_t i = 0; i < n; i += 4) {                                              \
+            __m256d X = LOAD(x + i), Y = LOAD(y + i);                                      \
+            __m256d d = _mm256_sub_pd(X, Y);                                               \
+            sdd = _mm256_fmadd_pd(d, d, sdd);                                              \
+            __m256d ad = _mm256_and_pd(d, ABS), ay = _mm256_and_pd(Y, ABS);                \
+            sad = _mm256_add_pd(sad, ad);                                                  \
+            mabs = _mm256_max_pd(mabs, ad);                                                \
+            __m256d big = _mm256_cmp_pd(ay, E64, _CMP_GT_OQ);                              \
+            __m256d rb = _mm256_and_pd(big, _mm256_div_pd(ad, ay));                        \
+            arel = _mm256_add_pd(arel, rb);                                                \
+            mrel = _mm256_max_pd(mrel, rb);                                                \
+            /* msprobe's ratios as the reference defines them: |d| < t|y| (the product    \
+               rounded once), and x = y always (0 vs 0 included; t|y| is 0 only where |y| <= eps) */        \
+            __m256d c1 = _mm256_mul_pd(ay, T1), c5 = _mm256_mul_pd(ay, T5);                \
+            __m256d in1 = _mm256_cmp_pd(ad, c1, _CMP_LT_OQ);                               \
+            __m256d in5 = _mm256_cmp_pd(ad, c5, _CMP_LT_OQ);                               \
+            if (__builtin_expect(_mm256_movemask_pd(big) != 0xF, 0)) {                     \
+                __m256d z = _mm256_cmp_pd(ad, _mm256_setzero_pd(), _CMP_EQ_OQ);            \
+                in1 = _mm256_or_pd(in1, z);                                                \
+                in5 = _mm256_or_pd(in5, z);                                                \
+            }                                                                              \
+            w = _mm256_sub_epi32(w, _mm256_blend_epi32(_mm256_castpd_si256(in1),           \
+                                                       _mm256_castpd_si256(in5), 0xAA));   \
+            /* |d| 2**(1 - floor(log2 max(|y|, floor))): exponent bits, exact, normal for  \
+               every exponent (2**-E itself is subnormal at E = 1023); halved at the end */ \
+            __m256d e = _mm256_max_pd(_mm256_and_pd(ay, EXPMASK), FLOOR);                  \
+            __m256d inv = _mm256_castsi256_pd(_mm256_sub_epi64(INVC, _mm256_castpd_si256(e))); \
+            mulp = _mm256_max_pd(mulp, _mm256_mul_pd(ad, inv));                            \
+        }                                                                                  \
+        a->sdd = sdd; a->sad = sad; a->mabs = mabs; a->arel = arel; a->mrel = mrel;        \
+        a->mulp = mulp; a->w = w;                                                          \
+    }
+
+TS_AVX2_PASSES(f32, float, TS_LOAD4_F32, TS_STORE_BUF)
+/* the f32 error pass reads the mom pass's float64 copy of the run (no second conversion) */
+#define TS_ERR_F32(x, y, n, f, e, buf) ts_avx2_err_f64((buf), (buf) + TS_SUB, (n), (f), (e))
+#define TS_ERR_F64(x, y, n, f, e, buf) ts_avx2_err_f64((x), (y), (n), (f), (e))
+TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
+
+#define TS_AVX2_BODY(T, ERR)                                                                   \
     const __m256d zero = _mm256_setzero_pd();                                              \
-    __m256d sx = zero, sy = zero, sxx = zero, syy = zero, sxy = zero, sdd = zero;           \
-    __m256d sad = zero, arel = zero, mabs = zero, mrel = zero, mulp = zero;                \
-    __m256d ku = zero, kd = zero, ks = zero, rxx = zero, ryy = zero;                       \
-    __m256i w1 = _mm256_setzero_si256(), w5 = _mm256_setzero_si256();                      \
-    const __m256d KX = _mm256_set1_pd(kx), KY = _mm256_set1_pd(ky);                        \
-    const __m256d XO = _mm256_set1_pd(xo), XSC = _mm256_set1_pd(xsc);                      \
-    const __m256d YO = _mm256_set1_pd(yo), YSC = _mm256_set1_pd(ysc);                      \
-    const __m256d E32 = _mm256_set1_pd(EPS32), E64 = _mm256_set1_pd(EPS64);                \
-    const __m256d T1 = _mm256_set1_pd(1e-3), T5 = _mm256_set1_pd(5e-3);                    \
-    const __m256d FLOOR = _mm256_set1_pd(ulp_floor);                                        \
-    const __m256d ABS = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));     \
-    const __m256d EXPMASK = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000LL)); \
-    const __m256i INVC = _mm256_set1_epi64x(0x7FE0000000000000LL);                         \
+    ts_mom4 m = {zero, zero, zero, zero, zero, zero, zero, zero, zero, zero};              \
+    ts_err4 e = {zero, zero, zero, zero, zero, zero, _mm256_setzero_si256()};              \
+    const double c[6] = {kx, ky, xo, xsc, yo, ysc};                                       \
+    double buf[2 * TS_SUB] __attribute__((aligned(32)));                                   \
     int64_t n4 = n & ~(int64_t)3;                                                          \
-    for (int64_t i = 0; i < n4; i += 4) {                                                  \
-        _mm_prefetch((const char *)(x + i) + 4096, _MM_HINT_T0);                           \
-        _mm_prefetch((const char *)(y + i) + 4096, _MM_HINT_T0);                           \
-        __m256d X = LOAD(x + i), Y = LOAD(y + i);                                          \
-        __m256d xs = _mm256_sub_pd(X, KX), ys = _mm256_sub_pd(Y, KY);                      \
-        sx = _mm256_add_pd(sx, xs);                                                        \
-        sy = _mm256_add_pd(sy, ys);                                                        \
-        sxx = _mm256_fmadd_pd(xs, xs, sxx);                                                \
-        syy = _mm256_fmadd_pd(ys, ys, syy);                                                \
-        rxx = _mm256_fmadd_pd(X, X, rxx);                                                  \
-        ryy = _mm256_fmadd_pd(Y, Y, ryy);                                                  \
-        sxy = _mm256_fmadd_pd(X, Y, sxy);                                                  \
-        __m256d d = _mm256_sub_pd(X, Y);                                                   \
-        sdd = _mm256_fmadd_pd(d, d, sdd);                                                  \
-        __m256d ad = _mm256_and_pd(d, ABS), ay = _mm256_and_pd(Y, ABS);                    \
-        sad = _mm256_add_pd(sad, ad);                                                      \
-        mabs = _mm256_max_pd(mabs, ad);                                                    \
-        __m256d big = _mm256_cmp_pd(ay, E64, _CMP_GT_OQ);                                  \
-        __m256d r = _mm256_div_pd(ad, ay);                                                 \
-        __m256d rb = _mm256_and_pd(big, r);                                                \
-        arel = _mm256_add_pd(arel, rb);                                                    \
-        mrel = _mm256_max_pd(mrel, rb);                                                    \
-        w1 = _mm256_sub_epi64(w1, _mm256_castpd_si256(_mm256_cmp_pd(r, T1, _CMP_NGE_UQ)));  \
-        w5 = _mm256_sub_epi64(w5, _mm256_castpd_si256(_mm256_cmp_pd(r, T5, _CMP_NGE_UQ)));  \
-        __m256d e = _mm256_max_pd(_mm256_and_pd(ay, EXPMASK), FLOOR);                      \
-        __m256d inv = _mm256_castsi256_pd(_mm256_sub_epi64(INVC, _mm256_castpd_si256(e))); \
-        mulp = _mm256_max_pd(mulp, _mm256_mul_pd(ad, inv));                                \
-        __m256d u = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(X, XO), XSC), E32);          \
-        __m256d v = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(Y, YO), YSC), E32);          \
-        ku = _mm256_add_pd(ku, u);                                                         \
-        __m256d umv = _mm256_sub_pd(u, v);                                                 \
-        kd = _mm256_sub_pd(kd, umv);                                                       \
-        ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, umv), ks);                             \
+    for (int64_t s = 0; s < n4; s += TS_SUB) {                                             \
+        int64_t len = n4 - s < TS_SUB ? n4 - s : TS_SUB;                                   \
+        ts_avx2_mom_##T(x + s, y + s, len, c, &m, buf);                                   \
+        ERR(x + s, y + s, len, ulp_floor, &e, buf);                                       \
     }                                                                                      \
     double tail[18] = {0};                                                                 \
     if (n > n4) {                                                                          \
         ts_portable_block_##T(x + n4, y + n4, n - n4, kx, ky, xo, xsc, yo, ysc, ulp_floor, \
                               tail);                                                       \
     }                                                                                      \
-    acc[0] = ts_hadd4(sx) + tail[0];                                                       \
-    acc[1] = ts_hadd4(sy) + tail[1];                                                       \
-    acc[2] = ts_hadd4(sxx) + tail[2];                                                      \
-    acc[3] = ts_hadd4(syy) + tail[3];                                                      \
-    acc[4] = ts_hadd4(sxy) + tail[4];                                                      \
-    acc[5] = ts_hadd4(sdd) + tail[5];                                                      \
-    acc[6] = ts_hadd4(sad) + tail[6];                                                      \
-    acc[7] = ts_hadd4(arel) + tail[7];                                                     \
-    acc[8] = ts_max(ts_hmax4(mabs), tail[8]);                                              \
-    acc[9] = ts_max(ts_hmax4(mrel), tail[9]);                                              \
-    acc[10] = (double)ts_hadd4_i64(w1) + tail[10];                                         \
-    acc[11] = (double)ts_hadd4_i64(w5) + tail[11];                                         \
-    acc[12] = ts_max(ts_hmax4(mulp), tail[12]);                                            \
-    acc[13] = ts_hadd4(ku) + tail[13];                                                     \
-    acc[14] = ts_hadd4(kd) + tail[14];                                                     \
-    acc[15] = ts_hadd4(ks) + tail[15];                                                     \
-    acc[16] = ts_hadd4(rxx) + tail[16];                                                    \
-    acc[17] = ts_hadd4(ryy) + tail[17];
+    int32_t wc[8];                                                                         \
+    _mm256_storeu_si256((__m256i *)wc, e.w);                                               \
+    acc[0] = ts_hadd4(m.sx) + tail[0];                                                     \
+    acc[1] = ts_hadd4(m.sy) + tail[1];                                                     \
+    acc[2] = ts_hadd4(m.sxx) + tail[2];                                                    \
+    acc[3] = ts_hadd4(m.syy) + tail[3];                                                    \
+    acc[4] = ts_hadd4(m.sxy) + tail[4];                                                    \
+    acc[5] = ts_hadd4(e.sdd) + tail[5];                                                    \
+    acc[6] = ts_hadd4(e.sad) + tail[6];                                                    \
+    acc[7] = ts_hadd4(e.arel) + tail[7];                                                   \
+    acc[8] = ts_max(ts_hmax4(e.mabs), tail[8]);                                            \
+    acc[9] = ts_max(ts_hmax4(e.mrel), tail[9]);                                            \
+    acc[10] = (double)((int64_t)wc[0] + wc[2] + wc[4] + wc[6]) + tail[10];                 \
+    acc[11] = (double)((int64_t)wc[1] + wc[3] + wc[5] + wc[7]) + tail[11];                 \
+    acc[12] = ts_max(0.5 * ts_hmax4(e.mulp), tail[12]);                                    \
+    acc[13] = ts_hadd4(m.ku) + tail[13];                                                   \
+    acc[14] = ts_hadd4(m.kd) + tail[14];                                                   \
+    acc[15] = ts_hadd4(m.ks) + tail[15];                                                   \
+    acc[16] = ts_hadd4(m.rxx) + tail[16];                                                  \
+    acc[17] = ts_hadd4(m.ryy) + tail[17];
 
 TS_AVX2 static void ts_avx2_block_f32(const float *x, const float *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
                                       double ulp_floor, double *acc) {
-    TS_AVX2_BODY(f32, TS_LOAD4_F32)
+    TS_AVX2_BODY(f32, TS_ERR_F32)
 }
 
 TS_AVX2 static void ts_avx2_block_f64(const double *x, const double *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
                                       double ulp_floor, double *acc) {
-    TS_AVX2_BODY(f64, TS_LOAD4_F64)
+    TS_AVX2_BODY(f64, TS_ERR_F64)
 }
 
 TS_BLOCKED(ts_avx2_f32, ts_avx2_block_f32, float, TS_AVX2)
@@ -465,7 +533,7 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
     const __m512d T1 = _mm512_set1_pd(1e-3), T5 = _mm512_set1_pd(5e-3);                    \
     const __m512d FLOOR = _mm512_set1_pd(ulp_floor);                                        \
     const __m512i EXPMASK = _mm512_set1_epi64(0x7FF0000000000000LL);                        \
-    const __m512i INVC = _mm512_set1_epi64(0x7FE0000000000000LL);                           \
+    const __m512i INVC = _mm512_set1_epi64(0x7FF0000000000000LL);                           \
     int64_t n8 = n & ~(int64_t)7;                                                          \
     for (int64_t i = 0; i < n8; i += 8) {                                                  \
         /* the loop is compute-bound; prefetching 4 KiB ahead keeps DRAM latency off it */ \
@@ -491,11 +559,19 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
         __m512d r = _mm512_div_pd(ad, ay);                                                 \
         arel = _mm512_mask_add_pd(arel, big, arel, r);                                     \
         mrel = _mm512_mask_max_pd(mrel, big, mrel, r);                                     \
-        /* msprobe's ratios, |d| < t |y|, as "not r >= t": true for r < t and for 0/0    \
-           (no error), false for +Inf */                                                   \
-        w1 = _mm512_mask_add_epi64(w1, _mm512_cmp_pd_mask(r, T1, _CMP_NGE_UQ), w1, ONE);   \
-        w5 = _mm512_mask_add_epi64(w5, _mm512_cmp_pd_mask(r, T5, _CMP_NGE_UQ), w5, ONE);   \
-        /* |d| / max(2**floor(log2 |y|), floor): exponent bits, exact */                    \
+        /* msprobe's ratios as the reference defines them: |d| < t|y| (the product      \
+           rounded once, not the quotient: they differ within an ulp of t), and x = y    \
+           always (0 vs 0 included; t|y| is 0 only where |y| <= eps) */                  \
+        __mmask8 in1 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(ay, T1), _CMP_LT_OQ);         \
+        __mmask8 in5 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(ay, T5), _CMP_LT_OQ);         \
+        if (__builtin_expect(big != 0xFF, 0)) {                                            \
+            __mmask8 z = _mm512_cmp_pd_mask(ad, zero, _CMP_EQ_OQ);                         \
+            in1 |= z;                                                                      \
+            in5 |= z;                                                                      \
+        }                                                                                  \
+        w1 = _mm512_mask_add_epi64(w1, in1, w1, ONE);                                      \
+        w5 = _mm512_mask_add_epi64(w5, in5, w5, ONE);                                      \
+        /* |d| 2**(1 - E), E = floor(log2 max(|y|, floor)): see ts_inv_binade2 */                    \
         __m512d e = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(ay), EXPMASK)); \
         e = _mm512_max_pd(e, FLOOR);                                                       \
         __m512d inv = _mm512_castsi512_pd(_mm512_sub_epi64(INVC, _mm512_castpd_si512(e))); \
@@ -524,7 +600,7 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
     acc[9] = ts_max(_mm512_reduce_max_pd(mrel), tail[9]);                                  \
     acc[10] = (double)_mm512_reduce_add_epi64(w1) + tail[10];                              \
     acc[11] = (double)_mm512_reduce_add_epi64(w5) + tail[11];                              \
-    acc[12] = ts_max(_mm512_reduce_max_pd(mulp), tail[12]);                                \
+    acc[12] = ts_max(0.5 * _mm512_reduce_max_pd(mulp), tail[12]);                                \
     acc[13] = _mm512_reduce_add_pd(ku) + tail[13];                                         \
     acc[14] = _mm512_reduce_add_pd(kd) + tail[14];                                         \
     acc[15] = _mm512_reduce_add_pd(ks) + tail[15];                                         \
