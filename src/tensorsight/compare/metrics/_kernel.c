@@ -348,6 +348,7 @@ typedef struct {
         const __m256d T1 = _mm256_set1_pd(1e-3), T5 = _mm256_set1_pd(5e-3);               \
         const __m256d EXPMASK = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000LL)); \
         const __m256i INVC = _mm256_set1_epi64x(0x7FF0000000000000LL);                    \
+        const int floor_small = ulp_floor <= EPS64;                                        \
         for (int64_t i = 0; i < n; i += 4) {                                              \
             __m256d X = LOAD(x + i), Y = LOAD(y + i);                                      \
             __m256d d = _mm256_sub_pd(X, Y);                                               \
@@ -356,24 +357,31 @@ typedef struct {
             sad = _mm256_add_pd(sad, ad);                                                  \
             mabs = _mm256_max_pd(mabs, ad);                                                \
             __m256d big = _mm256_cmp_pd(ay, E64, _CMP_GT_OQ);                              \
-            __m256d rb = _mm256_and_pd(big, _mm256_div_pd(ad, ay));                        \
-            arel = _mm256_add_pd(arel, rb);                                                \
-            mrel = _mm256_max_pd(mrel, rb);                                                \
+            __m256d r = _mm256_div_pd(ad, ay);                                             \
             /* msprobe's ratios as the reference defines them: |d| < t|y| (the product    \
-               rounded once), and x = y always (0 vs 0 included; t|y| is 0 only where |y| <= eps) */        \
+               rounded once), and x = y always (0 vs 0 included; t|y| is 0 only where    \
+               |y| <= eps) */                                                              \
             __m256d c1 = _mm256_mul_pd(ay, T1), c5 = _mm256_mul_pd(ay, T5);                \
             __m256d in1 = _mm256_cmp_pd(ad, c1, _CMP_LT_OQ);                               \
             __m256d in5 = _mm256_cmp_pd(ad, c5, _CMP_LT_OQ);                               \
-            if (__builtin_expect(_mm256_movemask_pd(big) != 0xF, 0)) {                     \
+            /* |d| 2**(1 - floor(log2 max(|y|, floor))): exponent bits, exact, normal for  \
+               every exponent (2**-E itself is subnormal at E = 1023); halved at the end */ \
+            __m256d e = _mm256_and_pd(ay, EXPMASK);                                        \
+            if (__builtin_expect(_mm256_movemask_pd(big) == 0xF && floor_small, 1)) {      \
+                /* every |y| > eps >= floor: no lane to mask, no floor to apply */         \
+                arel = _mm256_add_pd(arel, r);                                             \
+                mrel = _mm256_max_pd(mrel, r);                                             \
+            } else {                                                                       \
+                __m256d rb = _mm256_and_pd(big, r);                                        \
+                arel = _mm256_add_pd(arel, rb);                                            \
+                mrel = _mm256_max_pd(mrel, rb);                                            \
                 __m256d z = _mm256_cmp_pd(ad, _mm256_setzero_pd(), _CMP_EQ_OQ);            \
                 in1 = _mm256_or_pd(in1, z);                                                \
                 in5 = _mm256_or_pd(in5, z);                                                \
+                e = _mm256_max_pd(e, FLOOR);                                               \
             }                                                                              \
             w = _mm256_sub_epi32(w, _mm256_blend_epi32(_mm256_castpd_si256(in1),           \
                                                        _mm256_castpd_si256(in5), 0xAA));   \
-            /* |d| 2**(1 - floor(log2 max(|y|, floor))): exponent bits, exact, normal for  \
-               every exponent (2**-E itself is subnormal at E = 1023); halved at the end */ \
-            __m256d e = _mm256_max_pd(_mm256_and_pd(ay, EXPMASK), FLOOR);                  \
             __m256d inv = _mm256_castsi256_pd(_mm256_sub_epi64(INVC, _mm256_castpd_si256(e))); \
             mulp = _mm256_max_pd(mulp, _mm256_mul_pd(ad, inv));                            \
         }                                                                                  \
