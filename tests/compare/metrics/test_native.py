@@ -465,3 +465,17 @@ def test_ulp_quotient_below_the_floor_and_beyond_float32(kernel, dtype):
     if dtype == np.float64:
         small = (np.abs(bench) < 1e150) & (np.abs(target) < 1e150)
         _agree(bench[small], target[small], target_dtype="float32")
+
+
+@pytest.mark.parametrize("where", [0, 5000, 8191, 8192, 20000])
+def test_one_far_ratio_sends_its_block_to_the_general_logarithm(where):
+    """The portable loop sums the atanh series and redoes a block of 8192 with the general
+    form when any u/v leaves [0.707, 1.414]: one such element at a block's edges or inside."""
+    rng = np.random.default_rng(19)
+    n = 3 * 8192 + 11
+    bench = rng.uniform(1.0, 2.0, n)
+    target = bench * (1 + 1e-4 * rng.standard_normal(n))
+    bench[0], bench[1] = 0.0, 3.0  # the normalisation's range, kept by every case
+    target[0], target[1] = 0.0, 3.0
+    target[where] = 2.9 if bench[where] < 1.5 else 0.1
+    assert _agree(bench, target).values["kl_div"] > 1e-6

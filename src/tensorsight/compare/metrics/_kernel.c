@@ -53,6 +53,18 @@ int ts_cpu_features(void) {
 #define DBL_MIN_NORMAL 2.2250738585072014e-308
 #define DBL_MAX_FINITE 1.7976931348623157e308
 
+/* |s| <= 0.1716 (u/v within [0.707, 1.414]): log(u/v) = 2 atanh(s), s = (u - v)/(u + v) */
+#define TS_Z_FULL (0.1716 * 0.1716)
+
+static inline double ts_atanh2(double s, double z) {
+    /* 2 atanh(s) = 2s (1 + z/3 + z^2/5 + ... + z^9/19), z = s^2 <= TS_Z_FULL: the first
+       omitted term is below 2.5e-17 relatively; two interleaved chains keep latency short */
+    double z2 = z * z;
+    double a = 2.0 / 5 + z2 * (2.0 / 9 + z2 * (2.0 / 13 + z2 * (2.0 / 17)));
+    double c = 2.0 / 3 + z2 * (2.0 / 7 + z2 * (2.0 / 11 + z2 * (2.0 / 15 + z2 * (2.0 / 19))));
+    return s * (2.0 + z * (c + z * a));
+}
+
 static inline double ts_log(double u, double v) {
     /* log(u/v) for u, v >= 2**-1021: u/v = 2**k m with m in [sqrt(1/2), sqrt(2)), k from the
        bits of the rounded quotient (subtracting the bits of sqrt(1/2) carries into the
@@ -80,13 +92,7 @@ static inline double ts_log(double u, double v) {
     memcpy(&kd, &tb, 8);
     kd -= 0x1p52 + 1024.0;
     double s = (u - w) / (u + w);
-    double z = s * s;
-    /* 2 atanh(s) = 2s (1 + z/3 + z^2/5 + ... + z^9/19), |s| <= 0.1716: the first omitted
-       term is below 2.5e-17 relatively; two interleaved chains keep latency short */
-    double z2 = z * z;
-    double a = 2.0 / 5 + z2 * (2.0 / 9 + z2 * (2.0 / 13 + z2 * (2.0 / 17)));
-    double c = 2.0 / 3 + z2 * (2.0 / 7 + z2 * (2.0 / 11 + z2 * (2.0 / 15 + z2 * (2.0 / 19))));
-    double r = kd * LN2 + s * (2.0 + z * (c + z * a));
+    double r = kd * LN2 + ts_atanh2(s, s * s);
     return ok ? r : __builtin_nan("");
 }
 
@@ -111,9 +117,9 @@ static inline double ts_inv_binade2(double a, double floor) {
 #define TS_BODY(T)                                                                          \
     double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, sdd = 0, sad = 0, arel = 0;          \
     double mabs = 0, mrel = 0, w1 = 0, w5 = 0, mulp = 0, ku = 0, kd = 0, ks = 0;           \
-    double rxx = 0, ryy = 0;                                                               \
+    double rxx = 0, ryy = 0, zmax = 0;                                                     \
     _Pragma("omp simd reduction(+:sx,sy,sxx,syy,sxy,sdd,sad,arel,w1,w5,ku,kd,ks,rxx,ryy) \
-reduction(max:mabs,mrel,mulp)")                                                            \
+reduction(max:mabs,mrel,mulp,zmax)")                                                       \
     for (int64_t i = 0; i < n; i++) {                                                      \
         double xv = (double)x[i], yv = (double)y[i];                                       \
         double xs = xv - kx, ys = yv - ky;                                                 \
@@ -141,7 +147,22 @@ reduction(max:mabs,mrel,mulp)")                                                 
         /* KL = ks/ku + log1p(kd/ku): kd = sum(v - u) directly, not sum v - sum u, whose   \
            cancellation would cost KL its digits when the runs agree */                     \
         ku += u; kd += v - u;                                                              \
-        ks += u * ts_log(u, v);                                                            \
+        /* the series on s = (u - v)/(u + v) (u - v exact, Sterbenz) wherever every z of   \
+           the block is at most TS_Z_FULL (one division, no bit work); else the block's    \
+           sum again with the general form (the loop cannot choose per element) */         \
+        double s = (u - v) / (u + v), z = s * s;                                           \
+        zmax = z > zmax ? z : zmax;                                                        \
+        ks += u * ts_atanh2(s, z);                                                         \
+    }                                                                                      \
+    if (zmax > TS_Z_FULL) {                                                                \
+        ks = 0;                                                                            \
+        _Pragma("omp simd reduction(+:ks)")                                                \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            double u = ((double)x[i] - xo) * xsc, v = ((double)y[i] - yo) * ysc;           \
+            u = u > EPS32 ? u : EPS32;                                                     \
+            v = v > EPS32 ? v : EPS32;                                                     \
+            ks += u * ts_log(u, v);                                                        \
+        }                                                                                  \
     }                                                                                      \
     acc[0] = sx; acc[1] = sy; acc[2] = sxx; acc[3] = syy; acc[4] = sxy; acc[5] = sdd;      \
     acc[6] = sad; acc[7] = arel; acc[8] = mabs; acc[9] = mrel; acc[10] = w1; acc[11] = w5; \
@@ -192,7 +213,10 @@ TS_BLOCKED(ts_portable_f64, ts_portable_block_f64, double, )
 /* out[i] = log(u[i] / v[i]) as the portable pass computes it for KL (u, v >= 2**-1021), for
    tests; _avx2 and _avx512 below give their loops' values */
 void ts_log_ratio_portable(const double *u, const double *v, int64_t n, double *out) {
-    for (int64_t i = 0; i < n; i++) out[i] = ts_log(u[i], v[i]);
+    for (int64_t i = 0; i < n; i++) {
+        double s = (u[i] - v[i]) / (u[i] + v[i]), z = s * s;
+        out[i] = z <= TS_Z_FULL ? ts_atanh2(s, z) : ts_log(u[i], v[i]);
+    }
 }
 
 #ifdef TS_X86
