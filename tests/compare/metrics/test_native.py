@@ -359,3 +359,122 @@ def test_within_ratios_count_zero_over_zero_and_tiny_references_exactly():
     # per 8 lanes within 1e-3: 0/0, 1e-20 (+1e-25), 1 (+1e-4), 2 (equal) -> 4; 5e-3: + 1 (+4e-3)
     assert m.values["within_1e-3"] * target.size == 2 * 4 + 2
     assert m.values["within_5e-3"] * target.size == 2 * 5 + 2
+
+
+def _threshold_pairs(t, n):
+    """(|y|, |d|) with ``x = y + d`` exact and |d| exactly on t|y| (rounded), or one ulp of
+    the product below or above it: |d| = 2**-20 j, |y| = |d| / t and its neighbours."""
+    d = np.arange(1, 4 * n + 1, dtype=np.float64) * 2.0**-20
+    ys, ds = [], []
+    for y in (d / t, np.nextafter(d / t, 0), np.nextafter(d / t, np.inf)):
+        c = y * t
+        edge = (c == d) | (np.nextafter(c, 0) == d) | (np.nextafter(c, np.inf) == d)
+        keep = edge & ((y + d) - y == d)
+        ys.append(y[keep])
+        ds.append(d[keep])
+    pick = np.random.default_rng(18).permutation(sum(a.size for a in ys))[:n]
+    return np.concatenate(ys)[pick], np.concatenate(ds)[pick]
+
+
+@pytest.mark.parametrize("t", [1e-3, 5e-3])
+def test_within_ratios_at_the_thresholds_follow_the_rounded_product(t):
+    """|d| < t|y| with t|y| rounded once, on lanes where |d| equals it (outside) or is one
+    ulp of it below (inside) or above (outside), both signs, every lane and the tail."""
+    rng = np.random.default_rng(15)
+    y, d = _threshold_pairs(t, 4096 + 5)
+    sign = rng.choice([-1.0, 1.0], y.size)
+    bench = y * sign
+    target = (y + d) * sign
+    ad = np.abs(target - bench)
+    assert (ad == d).all()
+    m = _agree(bench, target)
+    key = "within_1e-3" if t == 1e-3 else "within_5e-3"
+    want = np.count_nonzero(ad < np.abs(bench) * t)
+    assert m.values[key] * bench.size == want
+    assert 0.2 * bench.size < want < 0.5 * bench.size  # a third of them inside
+
+
+def test_equal_values_count_as_within_even_where_t_times_y_underflows():
+    """x = y is no error for every y: 5e-324 * 1e-3 rounds to 0, and 0 < 0 is false."""
+    tiny = np.array([5e-324, 1e-322, 2e-321, 0.0, 5e-324, 1e-322, 3.0, 2.0] * 2 + [5e-324])
+    target = tiny.copy()
+    target[4] = 0.0  # a difference of 5e-324 where t|y| is 0: outside
+    target[12] = 1e-322
+    m = _agree(tiny, target)
+    inside = (tiny.size - 2) / tiny.size
+    assert m.values["within_1e-3"] == pytest.approx(inside, rel=1e-15)
+    assert m.values["within_5e-3"] == pytest.approx(inside, rel=1e-15)
+
+
+def _pass(kernel, bench, target, ulp_floor):
+    """The 18 accumulators of one ``ts_pass_*`` call (KL normalised over [0, 1])."""
+    acc = np.zeros(18)
+    fn = kernel.f32 if bench.dtype == np.float32 else kernel.f64
+    fn(
+        target.ctypes.data,
+        bench.ctypes.data,
+        bench.size,
+        0.0,
+        0.0,
+        0.0,
+        1.0,
+        0.0,
+        1.0,
+        ulp_floor,
+        acc.ctypes.data,
+    )
+    return acc
+
+
+def _ulp_quotient(bench, target, ulp_floor):
+    """max |d| / max(2**floor(log2 |y|), floor), as the numpy kernel computes it."""
+    d = np.abs(target.astype(np.float64) - bench.astype(np.float64))
+    ay = np.abs(bench.astype(np.float64))
+    binade = (ay.view(np.int64) & 0x7FF0000000000000).view(np.float64)
+    return float((d / np.maximum(binade, ulp_floor)).max())
+
+
+@pytest.mark.parametrize("lane", range(17))
+def test_ulp_quotient_in_the_top_binade(kernel, lane):
+    """|y| >= 2**1023, whose ulp's inverse 2**-1023 is subnormal (its bits once wrapped to
+    0): one ulp there in each lane of two vectors and the tail. compare_arrays never gets
+    here (a sum of squares overflows and the chunk goes to numpy), so the pass is called."""
+    bench = np.array([1.7e308, 1.2e308, 9e307, 1.0, 2.0**1023, 3.0, 1e-310, 5.0] * 2 + [1.7e308])
+    bench[lane] = 2.0**1023 * 1.5
+    target = bench.copy()
+    target[lane] = np.nextafter(bench[lane], 0)
+    q = _pass(kernel, bench, target, 2.0**-1022)[12]
+    assert q == _ulp_quotient(bench, target, 2.0**-1022) == 2.0**-52
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ulp_quotient_below_the_floor_and_beyond_float32(kernel, dtype):
+    """|y| below the target dtype's smallest normal uses the floor's spacing; float64 values
+    beyond float32's range against a float32 target."""
+    rng = np.random.default_rng(16)
+    n = 8 * 3 + 5
+    if dtype == np.float32:
+        bench = rng.choice(np.array([3e38, 1e-40, 1e-45, 1.0, 2.0**-126], dtype=np.float32), n)
+    else:
+        bench = rng.choice(np.array([1e300, 1e-300, 1e-310, 4.0, 2.0**-126]), n)
+    target = np.nextafter(bench, np.array(np.inf, dtype=dtype))
+    target[::3] = bench[::3]
+    floor = 2.0**-126
+    assert _pass(kernel, bench, target, floor)[12] == _ulp_quotient(bench, target, floor)
+    if dtype == np.float64:
+        small = (np.abs(bench) < 1e150) & (np.abs(target) < 1e150)
+        _agree(bench[small], target[small], target_dtype="float32")
+
+
+@pytest.mark.parametrize("where", [0, 5000, 8191, 8192, 20000])
+def test_one_far_ratio_sends_its_block_to_the_general_logarithm(where):
+    """The portable loop sums the atanh series and redoes a block of 8192 with the general
+    form when any u/v leaves [0.707, 1.414]: one such element at a block's edges or inside."""
+    rng = np.random.default_rng(19)
+    n = 3 * 8192 + 11
+    bench = rng.uniform(1.0, 2.0, n)
+    target = bench * (1 + 1e-4 * rng.standard_normal(n))
+    bench[0], bench[1] = 0.0, 3.0  # the normalisation's range, kept by every case
+    target[0], target[1] = 0.0, 3.0
+    target[where] = 2.9 if bench[where] < 1.5 else 0.1
+    assert _agree(bench, target).values["kl_div"] > 1e-6

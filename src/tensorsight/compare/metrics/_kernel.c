@@ -13,11 +13,25 @@
  *              aarch64), TS_BODY;
  *   _avx2      explicit 4-lane AVX2 + FMA code (x86-64 only), TS_AVX2_BODY;
  *   _avx512    explicit 8-lane AVX-512 F + DQ code (x86-64 only), TS_AVX512_BODY.
- * The explicit loops do what the auto-vectoriser cannot: they read the two "within" ratios
- * off the relative-error quotient, and they pick the cheapest exact form of log(u/v) per
- * vector (see ts_log_ratio8). They are bound by their vector operations (each one saved is
- * ~2 % of their time on Zen 4), not by memory. Each is compiled with a per-function target
- * attribute, so only the functions the CPU can run are ever called.
+ * The explicit loops do what the auto-vectoriser cannot: they pick the cheapest exact form
+ * of log(u/v) per vector (see ts_log_ratio8). The portable loop sums KL's atanh series on
+ * s = (u - v)/(u + v) (one division) and redoes a block of TS_BLOCK with the general form
+ * only when one of its ratios leaves [0.707, 1.414]. The "within" counts are |d| < t|y|
+ * with t|y| rounded once, as the reference computes them (not the quotient |d|/|y| < t,
+ * which can land on the other side within an ulp of t), x = y always inside. The ulp
+ * quotient keeps |d| 2**(1 - E) (ts_inv_binade2) and halves its maximum: 2**-E is
+ * subnormal at E = 1023. The explicit loops are bound by their vector operations, not by
+ * memory, nor by their two divisions (the divider runs beside the FMA/ALU pipes: on Zen 5,
+ * ~3.8 cycles each, ymm or zmm; dropping both outright, in an experiment, saved <= 7 % on
+ * AVX-512 and nothing measurable on AVX2, less than the ~6 pipe operations that a
+ * reciprocal estimate and its Newton steps cost). AVX2 has 16 vector registers and the
+ * pass's 17 accumulators:
+ * it runs in two passes over each run of TS_SUB elements (moments and KL, then errors, the
+ * second reading the first's float64 copy from L1), so no accumulator spills to the
+ * stack. Measured on an AMD EPYC (Zen 5, KVM), one thread, thread CPU time: AVX-512 ~9.4
+ * cycles per 4 elements, AVX2 ~14.5 (was ~18), portable ~80 (was ~105). Each loop is
+ * compiled with a per-function target attribute, so only the functions the CPU can run
+ * are ever called.
  *
  * acc layout (all doubles, zeroed by the caller):
  *   0 sx  1 sy  2 sxx(shifted) 3 syy(shifted) 4 sxy 5 sdd 6 sad 7 acc_rel 8 max_abs
@@ -53,6 +67,18 @@ int ts_cpu_features(void) {
 #define DBL_MIN_NORMAL 2.2250738585072014e-308
 #define DBL_MAX_FINITE 1.7976931348623157e308
 
+/* |s| <= 0.1716 (u/v within [0.707, 1.414]): log(u/v) = 2 atanh(s), s = (u - v)/(u + v) */
+#define TS_Z_FULL (0.1716 * 0.1716)
+
+static inline double ts_atanh2(double s, double z) {
+    /* 2 atanh(s) = 2s (1 + z/3 + z^2/5 + ... + z^9/19), z = s^2 <= TS_Z_FULL: the first
+       omitted term is below 2.5e-17 relatively; two interleaved chains keep latency short */
+    double z2 = z * z;
+    double a = 2.0 / 5 + z2 * (2.0 / 9 + z2 * (2.0 / 13 + z2 * (2.0 / 17)));
+    double c = 2.0 / 3 + z2 * (2.0 / 7 + z2 * (2.0 / 11 + z2 * (2.0 / 15 + z2 * (2.0 / 19))));
+    return s * (2.0 + z * (c + z * a));
+}
+
 static inline double ts_log(double u, double v) {
     /* log(u/v) for u, v >= 2**-1021: u/v = 2**k m with m in [sqrt(1/2), sqrt(2)), k from the
        bits of the rounded quotient (subtracting the bits of sqrt(1/2) carries into the
@@ -80,18 +106,16 @@ static inline double ts_log(double u, double v) {
     memcpy(&kd, &tb, 8);
     kd -= 0x1p52 + 1024.0;
     double s = (u - w) / (u + w);
-    double z = s * s;
-    /* 2 atanh(s) = 2s (1 + z/3 + z^2/5 + ... + z^9/19), |s| <= 0.1716: the first omitted
-       term is below 2.5e-17 relatively; two interleaved chains keep latency short */
-    double z2 = z * z;
-    double a = 2.0 / 5 + z2 * (2.0 / 9 + z2 * (2.0 / 13 + z2 * (2.0 / 17)));
-    double c = 2.0 / 3 + z2 * (2.0 / 7 + z2 * (2.0 / 11 + z2 * (2.0 / 15 + z2 * (2.0 / 19))));
-    double r = kd * LN2 + s * (2.0 + z * (c + z * a));
+    double r = kd * LN2 + ts_atanh2(s, s * s);
     return ok ? r : __builtin_nan("");
 }
 
-static inline double ts_inv_binade(double a, double floor) {
-    /* 1 / max(2**floor(log2(a)), floor) for a >= 0, exact (powers of two; no division) */
+static inline double ts_inv_binade2(double a, double floor) {
+    /* 2 / max(2**floor(log2(a)), floor) for a >= 0, exact (powers of two; no division).
+       Twice the inverse, because 2**-E itself is subnormal at E = 1023 (the bits would
+       wrap to 0); 2**(1 - E) is normal for every E from -1022 to 1023. The loops keep
+       |d| 2**(1 - E), which is 0 or normal (|d| >= 2**(E - 53) where |y| >= 2**E), so
+       halving their maximum is exact. */
     uint64_t b;
     memcpy(&b, &a, 8);
     b &= 0x7FF0000000000000ULL;
@@ -99,7 +123,7 @@ static inline double ts_inv_binade(double a, double floor) {
     memcpy(&p, &b, 8);
     p = p > floor ? p : floor;
     memcpy(&b, &p, 8);
-    b = 0x7FE0000000000000ULL - b;
+    b = 0x7FF0000000000000ULL - b;
     memcpy(&p, &b, 8);
     return p;
 }
@@ -107,9 +131,9 @@ static inline double ts_inv_binade(double a, double floor) {
 #define TS_BODY(T)                                                                          \
     double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, sdd = 0, sad = 0, arel = 0;          \
     double mabs = 0, mrel = 0, w1 = 0, w5 = 0, mulp = 0, ku = 0, kd = 0, ks = 0;           \
-    double rxx = 0, ryy = 0;                                                               \
+    double rxx = 0, ryy = 0, zmax = 0;                                                     \
     _Pragma("omp simd reduction(+:sx,sy,sxx,syy,sxy,sdd,sad,arel,w1,w5,ku,kd,ks,rxx,ryy) \
-reduction(max:mabs,mrel,mulp)")                                                            \
+reduction(max:mabs,mrel,mulp,zmax)")                                                       \
     for (int64_t i = 0; i < n; i++) {                                                      \
         double xv = (double)x[i], yv = (double)y[i];                                       \
         double xs = xv - kx, ys = yv - ky;                                                 \
@@ -128,7 +152,7 @@ reduction(max:mabs,mrel,mulp)")                                                 
         /* msprobe's ratios: |d| < t |y|, and 0/0 counts as no error */                    \
         w1 += ((ad < 1e-3 * ay) | (ad == 0.0)) ? 1.0 : 0.0;                                \
         w5 += ((ad < 5e-3 * ay) | (ad == 0.0)) ? 1.0 : 0.0;                                \
-        double q = ad * ts_inv_binade(ay, ulp_floor);                                      \
+        double q = ad * ts_inv_binade2(ay, ulp_floor);                                      \
         mulp = q > mulp ? q : mulp;                                                        \
         double u = (xv - xo) * xsc;                                                        \
         u = u > EPS32 ? u : EPS32;                                                         \
@@ -137,11 +161,26 @@ reduction(max:mabs,mrel,mulp)")                                                 
         /* KL = ks/ku + log1p(kd/ku): kd = sum(v - u) directly, not sum v - sum u, whose   \
            cancellation would cost KL its digits when the runs agree */                     \
         ku += u; kd += v - u;                                                              \
-        ks += u * ts_log(u, v);                                                            \
+        /* the series on s = (u - v)/(u + v) (u - v exact, Sterbenz) wherever every z of   \
+           the block is at most TS_Z_FULL (one division, no bit work); else the block's    \
+           sum again with the general form (the loop cannot choose per element) */         \
+        double s = (u - v) / (u + v), z = s * s;                                           \
+        zmax = z > zmax ? z : zmax;                                                        \
+        ks += u * ts_atanh2(s, z);                                                         \
+    }                                                                                      \
+    if (zmax > TS_Z_FULL) {                                                                \
+        ks = 0;                                                                            \
+        _Pragma("omp simd reduction(+:ks)")                                                \
+        for (int64_t i = 0; i < n; i++) {                                                  \
+            double u = ((double)x[i] - xo) * xsc, v = ((double)y[i] - yo) * ysc;           \
+            u = u > EPS32 ? u : EPS32;                                                     \
+            v = v > EPS32 ? v : EPS32;                                                     \
+            ks += u * ts_log(u, v);                                                        \
+        }                                                                                  \
     }                                                                                      \
     acc[0] = sx; acc[1] = sy; acc[2] = sxx; acc[3] = syy; acc[4] = sxy; acc[5] = sdd;      \
     acc[6] = sad; acc[7] = arel; acc[8] = mabs; acc[9] = mrel; acc[10] = w1; acc[11] = w5; \
-    acc[12] = mulp; acc[13] = ku; acc[14] = kd; acc[15] = ks; acc[16] = rxx; acc[17] = ryy;
+    acc[12] = 0.5 * mulp; acc[13] = ku; acc[14] = kd; acc[15] = ks; acc[16] = rxx; acc[17] = ryy;
 
 
 static void ts_portable_block_f32(const float *x, const float *y, int64_t n, double kx,
@@ -188,7 +227,10 @@ TS_BLOCKED(ts_portable_f64, ts_portable_block_f64, double, )
 /* out[i] = log(u[i] / v[i]) as the portable pass computes it for KL (u, v >= 2**-1021), for
    tests; _avx2 and _avx512 below give their loops' values */
 void ts_log_ratio_portable(const double *u, const double *v, int64_t n, double *out) {
-    for (int64_t i = 0; i < n; i++) out[i] = ts_log(u[i], v[i]);
+    for (int64_t i = 0; i < n; i++) {
+        double s = (u[i] - v[i]) / (u[i] + v[i]), z = s * s;
+        out[i] = z <= TS_Z_FULL ? ts_atanh2(s, z) : ts_log(u[i], v[i]);
+    }
 }
 
 #ifdef TS_X86
@@ -281,92 +323,164 @@ TS_AVX2 static inline int64_t ts_hadd4_i64(__m256i a) {
 #define TS_LOAD4_F32(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 #define TS_LOAD4_F64(p) _mm256_loadu_pd(p)
 
-/* TS_AVX512_BODY's steps on 4 lanes: masks are vectors, the "within" counts are vector
-   sums of the compare results (-1 per lane), |.| clears the sign bit */
-#define TS_AVX2_BODY(T, LOAD)                                                               \
+/* TS_AVX512_BODY's steps on 4 lanes, in two passes over each run of TS_SUB elements (which
+   stays in L1): the moments and KL, then the error metrics. AVX2 has 16 vector registers
+   and the pass's 17 accumulators do not fit in them: in one loop the compiler kept half of
+   them on the stack, a store and a reload on every iteration (~40 % of the loop's time on
+   Zen 5). Each pass is its own function whose accumulators are locals (loaded and stored
+   once per run), so they stay in registers; the second pass reloads from L1. Masks are
+   vectors, |.| clears the sign bit, the two "within" counts share one register (32-bit
+   counters, within 1e-3 in the low half of each 64-bit lane, 5e-3 in the high half). */
+#define TS_SUB 1024
+
+typedef struct {
+    __m256d sx, sy, sxx, syy, sxy, rxx, ryy, ku, kd, ks;
+} ts_mom4;
+
+typedef struct {
+    __m256d sdd, sad, mabs, arel, mrel, mulp;
+    __m256i w;
+} ts_err4;
+
+#define TS_STORE_NONE(p, X, Y) ((void)0)
+#define TS_STORE_BUF(p, X, Y) (_mm256_store_pd((p), (X)), _mm256_store_pd((p) + TS_SUB, (Y)))
+#define TS_AVX2_PASSES(T, CT, LOAD, STORE)                                                  \
+    TS_AVX2 __attribute__((noinline)) static void ts_avx2_mom_##T(                          \
+        const CT *x, const CT *y, int64_t n, const double *c, ts_mom4 *a, double *buf) {   \
+        __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy, sxy = a->sxy;         \
+        __m256d rxx = a->rxx, ryy = a->ryy, ku = a->ku, kd = a->kd, ks = a->ks;           \
+        const __m256d KX = _mm256_set1_pd(c[0]), KY = _mm256_set1_pd(c[1]);               \
+        const __m256d XO = _mm256_set1_pd(c[2]), XSC = _mm256_set1_pd(c[3]);              \
+        const __m256d YO = _mm256_set1_pd(c[4]), YSC = _mm256_set1_pd(c[5]);              \
+        const __m256d E32 = _mm256_set1_pd(EPS32);                                        \
+        for (int64_t i = 0; i < n; i += 4) {                                              \
+            _mm_prefetch((const char *)(x + i) + 4096, _MM_HINT_T0);                       \
+            _mm_prefetch((const char *)(y + i) + 4096, _MM_HINT_T0);                       \
+            __m256d X = LOAD(x + i), Y = LOAD(y + i);                                      \
+            STORE(buf + i, X, Y);                                                          \
+            __m256d xs = _mm256_sub_pd(X, KX), ys = _mm256_sub_pd(Y, KY);                  \
+            sx = _mm256_add_pd(sx, xs);                                                    \
+            sy = _mm256_add_pd(sy, ys);                                                    \
+            sxx = _mm256_fmadd_pd(xs, xs, sxx);                                            \
+            syy = _mm256_fmadd_pd(ys, ys, syy);                                            \
+            rxx = _mm256_fmadd_pd(X, X, rxx);                                              \
+            ryy = _mm256_fmadd_pd(Y, Y, ryy);                                              \
+            sxy = _mm256_fmadd_pd(X, Y, sxy);                                              \
+            __m256d u = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(X, XO), XSC), E32);      \
+            __m256d v = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(Y, YO), YSC), E32);      \
+            ku = _mm256_add_pd(ku, u);                                                     \
+            __m256d umv = _mm256_sub_pd(u, v);                                             \
+            kd = _mm256_sub_pd(kd, umv);                                                   \
+            ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, umv), ks);                         \
+        }                                                                                  \
+        a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->sxy = sxy;                  \
+        a->rxx = rxx; a->ryy = ryy; a->ku = ku; a->kd = kd; a->ks = ks;                    \
+    }                                                                                      \
+    TS_AVX2 __attribute__((noinline)) static void ts_avx2_err_##T(                          \
+        const CT *x, const CT *y, int64_t n, double ulp_floor, ts_err4 *a) {               \
+        __m256d sdd = a->sdd, sad = a->sad, mabs = a->mabs, arel = a->arel;                \
+        __m256d mrel = a->mrel, mulp = a->mulp;                                            \
+        __m256i w = a->w;                                                                  \
+        const __m256d ABS = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL)); \
+        const __m256d E64 = _mm256_set1_pd(EPS64), FLOOR = _mm256_set1_pd(ulp_floor);    \
+        const __m256d T1 = _mm256_set1_pd(1e-3), T5 = _mm256_set1_pd(5e-3);               \
+        const __m256d EXPMASK = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000LL)); \
+        const __m256i INVC = _mm256_set1_epi64x(0x7FF0000000000000LL);                    \
+        const int floor_small = ulp_floor <= EPS64;                                        \
+        for (int64_t i = 0; i < n; i += 4) {                                              \
+            __m256d X = LOAD(x + i), Y = LOAD(y + i);                                      \
+            __m256d d = _mm256_sub_pd(X, Y);                                               \
+            sdd = _mm256_fmadd_pd(d, d, sdd);                                              \
+            __m256d ad = _mm256_and_pd(d, ABS), ay = _mm256_and_pd(Y, ABS);                \
+            sad = _mm256_add_pd(sad, ad);                                                  \
+            mabs = _mm256_max_pd(mabs, ad);                                                \
+            __m256d big = _mm256_cmp_pd(ay, E64, _CMP_GT_OQ);                              \
+            __m256d r = _mm256_div_pd(ad, ay);                                             \
+            /* msprobe's ratios as the reference defines them: |d| < t|y| (the product    \
+               rounded once), and x = y always (0 vs 0 included; t|y| is 0 only where    \
+               |y| <= eps) */                                                              \
+            __m256d c1 = _mm256_mul_pd(ay, T1), c5 = _mm256_mul_pd(ay, T5);                \
+            __m256d in1 = _mm256_cmp_pd(ad, c1, _CMP_LT_OQ);                               \
+            __m256d in5 = _mm256_cmp_pd(ad, c5, _CMP_LT_OQ);                               \
+            /* |d| 2**(1 - floor(log2 max(|y|, floor))): exponent bits, exact, normal for  \
+               every exponent (2**-E itself is subnormal at E = 1023); halved at the end */ \
+            __m256d e = _mm256_and_pd(ay, EXPMASK);                                        \
+            if (__builtin_expect(_mm256_movemask_pd(big) == 0xF && floor_small, 1)) {      \
+                /* every |y| > eps >= floor: no lane to mask, no floor to apply */         \
+                arel = _mm256_add_pd(arel, r);                                             \
+                mrel = _mm256_max_pd(mrel, r);                                             \
+            } else {                                                                       \
+                __m256d rb = _mm256_and_pd(big, r);                                        \
+                arel = _mm256_add_pd(arel, rb);                                            \
+                mrel = _mm256_max_pd(mrel, rb);                                            \
+                __m256d z = _mm256_cmp_pd(ad, _mm256_setzero_pd(), _CMP_EQ_OQ);            \
+                in1 = _mm256_or_pd(in1, z);                                                \
+                in5 = _mm256_or_pd(in5, z);                                                \
+                e = _mm256_max_pd(e, FLOOR);                                               \
+            }                                                                              \
+            w = _mm256_sub_epi32(w, _mm256_blend_epi32(_mm256_castpd_si256(in1),           \
+                                                       _mm256_castpd_si256(in5), 0xAA));   \
+            __m256d inv = _mm256_castsi256_pd(_mm256_sub_epi64(INVC, _mm256_castpd_si256(e))); \
+            mulp = _mm256_max_pd(mulp, _mm256_mul_pd(ad, inv));                            \
+        }                                                                                  \
+        a->sdd = sdd; a->sad = sad; a->mabs = mabs; a->arel = arel; a->mrel = mrel;        \
+        a->mulp = mulp; a->w = w;                                                          \
+    }
+
+TS_AVX2_PASSES(f32, float, TS_LOAD4_F32, TS_STORE_BUF)
+/* the f32 error pass reads the mom pass's float64 copy of the run (no second conversion) */
+#define TS_ERR_F32(x, y, n, f, e, buf) ts_avx2_err_f64((buf), (buf) + TS_SUB, (n), (f), (e))
+#define TS_ERR_F64(x, y, n, f, e, buf) ts_avx2_err_f64((x), (y), (n), (f), (e))
+TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
+
+#define TS_AVX2_BODY(T, ERR)                                                                   \
     const __m256d zero = _mm256_setzero_pd();                                              \
-    __m256d sx = zero, sy = zero, sxx = zero, syy = zero, sxy = zero, sdd = zero;           \
-    __m256d sad = zero, arel = zero, mabs = zero, mrel = zero, mulp = zero;                \
-    __m256d ku = zero, kd = zero, ks = zero, rxx = zero, ryy = zero;                       \
-    __m256i w1 = _mm256_setzero_si256(), w5 = _mm256_setzero_si256();                      \
-    const __m256d KX = _mm256_set1_pd(kx), KY = _mm256_set1_pd(ky);                        \
-    const __m256d XO = _mm256_set1_pd(xo), XSC = _mm256_set1_pd(xsc);                      \
-    const __m256d YO = _mm256_set1_pd(yo), YSC = _mm256_set1_pd(ysc);                      \
-    const __m256d E32 = _mm256_set1_pd(EPS32), E64 = _mm256_set1_pd(EPS64);                \
-    const __m256d T1 = _mm256_set1_pd(1e-3), T5 = _mm256_set1_pd(5e-3);                    \
-    const __m256d FLOOR = _mm256_set1_pd(ulp_floor);                                        \
-    const __m256d ABS = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL));     \
-    const __m256d EXPMASK = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000LL)); \
-    const __m256i INVC = _mm256_set1_epi64x(0x7FE0000000000000LL);                         \
+    ts_mom4 m = {zero, zero, zero, zero, zero, zero, zero, zero, zero, zero};              \
+    ts_err4 e = {zero, zero, zero, zero, zero, zero, _mm256_setzero_si256()};              \
+    const double c[6] = {kx, ky, xo, xsc, yo, ysc};                                       \
+    double buf[2 * TS_SUB] __attribute__((aligned(32)));                                   \
     int64_t n4 = n & ~(int64_t)3;                                                          \
-    for (int64_t i = 0; i < n4; i += 4) {                                                  \
-        _mm_prefetch((const char *)(x + i) + 4096, _MM_HINT_T0);                           \
-        _mm_prefetch((const char *)(y + i) + 4096, _MM_HINT_T0);                           \
-        __m256d X = LOAD(x + i), Y = LOAD(y + i);                                          \
-        __m256d xs = _mm256_sub_pd(X, KX), ys = _mm256_sub_pd(Y, KY);                      \
-        sx = _mm256_add_pd(sx, xs);                                                        \
-        sy = _mm256_add_pd(sy, ys);                                                        \
-        sxx = _mm256_fmadd_pd(xs, xs, sxx);                                                \
-        syy = _mm256_fmadd_pd(ys, ys, syy);                                                \
-        rxx = _mm256_fmadd_pd(X, X, rxx);                                                  \
-        ryy = _mm256_fmadd_pd(Y, Y, ryy);                                                  \
-        sxy = _mm256_fmadd_pd(X, Y, sxy);                                                  \
-        __m256d d = _mm256_sub_pd(X, Y);                                                   \
-        sdd = _mm256_fmadd_pd(d, d, sdd);                                                  \
-        __m256d ad = _mm256_and_pd(d, ABS), ay = _mm256_and_pd(Y, ABS);                    \
-        sad = _mm256_add_pd(sad, ad);                                                      \
-        mabs = _mm256_max_pd(mabs, ad);                                                    \
-        __m256d big = _mm256_cmp_pd(ay, E64, _CMP_GT_OQ);                                  \
-        __m256d r = _mm256_div_pd(ad, ay);                                                 \
-        __m256d rb = _mm256_and_pd(big, r);                                                \
-        arel = _mm256_add_pd(arel, rb);                                                    \
-        mrel = _mm256_max_pd(mrel, rb);                                                    \
-        w1 = _mm256_sub_epi64(w1, _mm256_castpd_si256(_mm256_cmp_pd(r, T1, _CMP_NGE_UQ)));  \
-        w5 = _mm256_sub_epi64(w5, _mm256_castpd_si256(_mm256_cmp_pd(r, T5, _CMP_NGE_UQ)));  \
-        __m256d e = _mm256_max_pd(_mm256_and_pd(ay, EXPMASK), FLOOR);                      \
-        __m256d inv = _mm256_castsi256_pd(_mm256_sub_epi64(INVC, _mm256_castpd_si256(e))); \
-        mulp = _mm256_max_pd(mulp, _mm256_mul_pd(ad, inv));                                \
-        __m256d u = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(X, XO), XSC), E32);          \
-        __m256d v = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(Y, YO), YSC), E32);          \
-        ku = _mm256_add_pd(ku, u);                                                         \
-        __m256d umv = _mm256_sub_pd(u, v);                                                 \
-        kd = _mm256_sub_pd(kd, umv);                                                       \
-        ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, umv), ks);                             \
+    for (int64_t s = 0; s < n4; s += TS_SUB) {                                             \
+        int64_t len = n4 - s < TS_SUB ? n4 - s : TS_SUB;                                   \
+        ts_avx2_mom_##T(x + s, y + s, len, c, &m, buf);                                   \
+        ERR(x + s, y + s, len, ulp_floor, &e, buf);                                       \
     }                                                                                      \
     double tail[18] = {0};                                                                 \
     if (n > n4) {                                                                          \
         ts_portable_block_##T(x + n4, y + n4, n - n4, kx, ky, xo, xsc, yo, ysc, ulp_floor, \
                               tail);                                                       \
     }                                                                                      \
-    acc[0] = ts_hadd4(sx) + tail[0];                                                       \
-    acc[1] = ts_hadd4(sy) + tail[1];                                                       \
-    acc[2] = ts_hadd4(sxx) + tail[2];                                                      \
-    acc[3] = ts_hadd4(syy) + tail[3];                                                      \
-    acc[4] = ts_hadd4(sxy) + tail[4];                                                      \
-    acc[5] = ts_hadd4(sdd) + tail[5];                                                      \
-    acc[6] = ts_hadd4(sad) + tail[6];                                                      \
-    acc[7] = ts_hadd4(arel) + tail[7];                                                     \
-    acc[8] = ts_max(ts_hmax4(mabs), tail[8]);                                              \
-    acc[9] = ts_max(ts_hmax4(mrel), tail[9]);                                              \
-    acc[10] = (double)ts_hadd4_i64(w1) + tail[10];                                         \
-    acc[11] = (double)ts_hadd4_i64(w5) + tail[11];                                         \
-    acc[12] = ts_max(ts_hmax4(mulp), tail[12]);                                            \
-    acc[13] = ts_hadd4(ku) + tail[13];                                                     \
-    acc[14] = ts_hadd4(kd) + tail[14];                                                     \
-    acc[15] = ts_hadd4(ks) + tail[15];                                                     \
-    acc[16] = ts_hadd4(rxx) + tail[16];                                                    \
-    acc[17] = ts_hadd4(ryy) + tail[17];
+    int32_t wc[8];                                                                         \
+    _mm256_storeu_si256((__m256i *)wc, e.w);                                               \
+    acc[0] = ts_hadd4(m.sx) + tail[0];                                                     \
+    acc[1] = ts_hadd4(m.sy) + tail[1];                                                     \
+    acc[2] = ts_hadd4(m.sxx) + tail[2];                                                    \
+    acc[3] = ts_hadd4(m.syy) + tail[3];                                                    \
+    acc[4] = ts_hadd4(m.sxy) + tail[4];                                                    \
+    acc[5] = ts_hadd4(e.sdd) + tail[5];                                                    \
+    acc[6] = ts_hadd4(e.sad) + tail[6];                                                    \
+    acc[7] = ts_hadd4(e.arel) + tail[7];                                                   \
+    acc[8] = ts_max(ts_hmax4(e.mabs), tail[8]);                                            \
+    acc[9] = ts_max(ts_hmax4(e.mrel), tail[9]);                                            \
+    acc[10] = (double)((int64_t)wc[0] + wc[2] + wc[4] + wc[6]) + tail[10];                 \
+    acc[11] = (double)((int64_t)wc[1] + wc[3] + wc[5] + wc[7]) + tail[11];                 \
+    acc[12] = ts_max(0.5 * ts_hmax4(e.mulp), tail[12]);                                    \
+    acc[13] = ts_hadd4(m.ku) + tail[13];                                                   \
+    acc[14] = ts_hadd4(m.kd) + tail[14];                                                   \
+    acc[15] = ts_hadd4(m.ks) + tail[15];                                                   \
+    acc[16] = ts_hadd4(m.rxx) + tail[16];                                                  \
+    acc[17] = ts_hadd4(m.ryy) + tail[17];
 
 TS_AVX2 static void ts_avx2_block_f32(const float *x, const float *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
                                       double ulp_floor, double *acc) {
-    TS_AVX2_BODY(f32, TS_LOAD4_F32)
+    TS_AVX2_BODY(f32, TS_ERR_F32)
 }
 
 TS_AVX2 static void ts_avx2_block_f64(const double *x, const double *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
                                       double ulp_floor, double *acc) {
-    TS_AVX2_BODY(f64, TS_LOAD4_F64)
+    TS_AVX2_BODY(f64, TS_ERR_F64)
 }
 
 TS_BLOCKED(ts_avx2_f32, ts_avx2_block_f32, float, TS_AVX2)
@@ -465,7 +579,7 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
     const __m512d T1 = _mm512_set1_pd(1e-3), T5 = _mm512_set1_pd(5e-3);                    \
     const __m512d FLOOR = _mm512_set1_pd(ulp_floor);                                        \
     const __m512i EXPMASK = _mm512_set1_epi64(0x7FF0000000000000LL);                        \
-    const __m512i INVC = _mm512_set1_epi64(0x7FE0000000000000LL);                           \
+    const __m512i INVC = _mm512_set1_epi64(0x7FF0000000000000LL);                           \
     int64_t n8 = n & ~(int64_t)7;                                                          \
     for (int64_t i = 0; i < n8; i += 8) {                                                  \
         /* the loop is compute-bound; prefetching 4 KiB ahead keeps DRAM latency off it */ \
@@ -491,11 +605,19 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
         __m512d r = _mm512_div_pd(ad, ay);                                                 \
         arel = _mm512_mask_add_pd(arel, big, arel, r);                                     \
         mrel = _mm512_mask_max_pd(mrel, big, mrel, r);                                     \
-        /* msprobe's ratios, |d| < t |y|, as "not r >= t": true for r < t and for 0/0    \
-           (no error), false for +Inf */                                                   \
-        w1 = _mm512_mask_add_epi64(w1, _mm512_cmp_pd_mask(r, T1, _CMP_NGE_UQ), w1, ONE);   \
-        w5 = _mm512_mask_add_epi64(w5, _mm512_cmp_pd_mask(r, T5, _CMP_NGE_UQ), w5, ONE);   \
-        /* |d| / max(2**floor(log2 |y|), floor): exponent bits, exact */                    \
+        /* msprobe's ratios as the reference defines them: |d| < t|y| (the product      \
+           rounded once, not the quotient: they differ within an ulp of t), and x = y    \
+           always (0 vs 0 included; t|y| is 0 only where |y| <= eps) */                  \
+        __mmask8 in1 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(ay, T1), _CMP_LT_OQ);         \
+        __mmask8 in5 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(ay, T5), _CMP_LT_OQ);         \
+        if (__builtin_expect(big != 0xFF, 0)) {                                            \
+            __mmask8 z = _mm512_cmp_pd_mask(ad, zero, _CMP_EQ_OQ);                         \
+            in1 |= z;                                                                      \
+            in5 |= z;                                                                      \
+        }                                                                                  \
+        w1 = _mm512_mask_add_epi64(w1, in1, w1, ONE);                                      \
+        w5 = _mm512_mask_add_epi64(w5, in5, w5, ONE);                                      \
+        /* |d| 2**(1 - E), E = floor(log2 max(|y|, floor)): see ts_inv_binade2 */                    \
         __m512d e = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(ay), EXPMASK)); \
         e = _mm512_max_pd(e, FLOOR);                                                       \
         __m512d inv = _mm512_castsi512_pd(_mm512_sub_epi64(INVC, _mm512_castpd_si512(e))); \
@@ -524,7 +646,7 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
     acc[9] = ts_max(_mm512_reduce_max_pd(mrel), tail[9]);                                  \
     acc[10] = (double)_mm512_reduce_add_epi64(w1) + tail[10];                              \
     acc[11] = (double)_mm512_reduce_add_epi64(w5) + tail[11];                              \
-    acc[12] = ts_max(_mm512_reduce_max_pd(mulp), tail[12]);                                \
+    acc[12] = ts_max(0.5 * _mm512_reduce_max_pd(mulp), tail[12]);                                \
     acc[13] = _mm512_reduce_add_pd(ku) + tail[13];                                         \
     acc[14] = _mm512_reduce_add_pd(kd) + tail[14];                                         \
     acc[15] = _mm512_reduce_add_pd(ks) + tail[15];                                         \

@@ -434,12 +434,10 @@ def _numpy_chunk(
     np.divide(adv, tv, out=tv)
     acc.acc_rel += float(tv.sum())
     acc.max_rel = max(acc.max_rel, float(tv.max()))
-    # msprobe's ratios: |d| < t |y| (the true ratio, also where |y| <= eps); 0/0 is no error
-    zero_zero = int(np.count_nonzero((adv == 0) & (ayv == 0))) if n_small else 0
-    np.multiply(ayv, THOUSANDTH, out=tv)
-    acc.within1 += int(np.count_nonzero(adv < tv)) + zero_zero
-    np.multiply(ayv, FIVE_THOUSANDTH, out=tv)
-    acc.within5 += int(np.count_nonzero(adv < tv)) + zero_zero
+    # msprobe's ratios: |d| < t |y| (the true ratio, also where |y| <= eps), and x = y is no
+    # error (0 vs 0, and a subnormal |y| whose product t |y| rounds to 0)
+    acc.within1 += _within(adv, ayv, THOUSANDTH, tv, n_small > 0)
+    acc.within5 += _within(adv, ayv, FIVE_THOUSANDTH, tv, n_small > 0)
     if p.has_ulp:  # ulp of the target dtype at the bench value: 2**floor(log2|y|)
         np.bitwise_and(ayv.view(np.int64), 0x7FF0000000000000, out=tv.view(np.int64))
         np.maximum(tv, p.ulp_floor, out=tv)
@@ -460,6 +458,22 @@ def _numpy_chunk(
     np.divide(tv, adv, out=tv)
     np.log1p(tv, out=tv)
     acc.kl_s += float(np.multiply(dv, tv, out=tv).sum())
+
+
+def _within(
+    adv: NDArray[np.float64],
+    ayv: NDArray[np.float64],
+    t: float,
+    tv: NDArray[np.float64],
+    small: bool,
+) -> int:
+    """Elements with ``|d| < t |y|`` or ``d = 0`` (the latter only matters where ``t |y|``
+    is 0, so only where some ``|y| <= eps``: ``small``); ``tv`` is scratch."""
+    np.multiply(ayv, t, out=tv)
+    inside = int(np.count_nonzero(adv < tv))
+    if small:
+        inside += int(np.count_nonzero((adv == 0) & (tv == 0)))
+    return inside
 
 
 def _result(acc: _Acc, n_total: int, ndim: int, frac_bits: int, has_ulp: bool) -> PairMetrics:
