@@ -210,12 +210,12 @@ def test_unsure_and_odd_files_are_parsed(tmp_path):
 def test_a_rule_with_a_wrong_need_is_caught(tmp_path, monkeypatch):
     """Planted bug: map-location declares a name that torch.load never has."""
     monkeypatch.setattr(ReplaceMapLocationRule, "TOKENS", (Need(names=("torch", "loads")),))
-    runner._prescan.cache_clear()
+    runner._prescan_of.cache_clear()
     try:
         found = _disagreements(tmp_path, {"load": MATCHING["load"], "nvtx": MATCHING["nvtx"]})
     finally:
         monkeypatch.undo()
-        runner._prescan.cache_clear()
+        runner._prescan_of.cache_clear()
     assert found == [
         "load/plain/accelerator",
         "load/plain/npu",
