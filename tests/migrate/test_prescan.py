@@ -210,12 +210,12 @@ def test_unsure_and_odd_files_are_parsed(tmp_path):
 def test_a_rule_with_a_wrong_need_is_caught(tmp_path, monkeypatch):
     """Planted bug: map-location declares a name that torch.load never has."""
     monkeypatch.setattr(ReplaceMapLocationRule, "TOKENS", (Need(names=("torch", "loads")),))
-    runner._prescan.cache_clear()
+    runner._prescan_of.cache_clear()
     try:
         found = _disagreements(tmp_path, {"load": MATCHING["load"], "nvtx": MATCHING["nvtx"]})
     finally:
         monkeypatch.undo()
-        runner._prescan.cache_clear()
+        runner._prescan_of.cache_clear()
     assert found == [
         "load/plain/accelerator",
         "load/plain/npu",
@@ -304,3 +304,17 @@ def test_the_integer_name_check_is_a_cheap_superset(code, could):
     assert to_index._could_be_index(code) is could
     if not could:
         assert not to_index._has_index_names(code)
+
+
+def test_active_names_the_rules_that_can_match_and_none_when_no_rule_can():
+    scan = Prescan([(Need(names=("cuda",)),), (Need(strings=("nccl",)),), ()])
+    assert scan.active("x.cuda()\n") == (True, False, True)  # `()` rides along
+    assert scan.active("b = 'nccl'\n") == (False, True, True)
+    assert scan.active("x = 1  # cuda\n") is None
+    assert Prescan([None, (Need(names=("cuda",)),)]).active("x = 1\n") == (True, False)
+
+
+def test_device_none_is_not_a_name_to_follow():
+    from tensorsight.migrate.rules.accelerator import to_index
+
+    assert not to_index._could_be_index("None = 0\nx = torch.zeros(1, device=None)\n")

@@ -215,18 +215,22 @@ def _fields(body: str) -> list[str] | None:
 class Prescan:
     """The joined needs of a rule set's rules.
 
-    ``None`` among ``needs`` (a rule that declares none) means every file is wanted.
+    ``None`` among ``needs`` (a rule that declares none) means every file is wanted; ``()``
+    (a rule that only adds to what others found) never makes a file wanted.
 
     Example:
         >>> scan = Prescan([(Need(names=("cuda",)),), (Need(strings=("nccl",)),)])
         >>> scan.wanted("x.cuda()"), scan.wanted("b = 'nccl'"), scan.wanted("# cuda, 'nccl'")
         (True, True, False)
+        >>> scan.active("x.cuda()")
+        (True, False)
     """
 
     def __init__(self, needs: Iterable[tuple[Need, ...] | None]) -> None:
+        self._per_rule = tuple(needs)
         joined: list[Need] = []
         self.always = False
-        for rule_needs in needs:
+        for rule_needs in self._per_rule:
             if rule_needs is None:
                 self.always = True
                 continue
@@ -239,3 +243,24 @@ class Prescan:
             return True
         lexed = lex(text)
         return any(need.met(lexed) for need in self.needs)
+
+    def active(self, text: str) -> tuple[bool, ...] | None:
+        """Per rule (in the order given), whether it could match anything in ``text``; or
+        ``None`` when no rule could (the file is not wanted). A rule without needs
+        (``None``) and one that only adds to the others (``()``) are active in every wanted
+        file. Only the active rules need to run, and only their trigger words make a
+        statement worth parsing."""
+        lexed = lex(text)
+        met: dict[Need, bool] = {}
+
+        def holds(need: Need) -> bool:
+            if need not in met:
+                met[need] = need.met(lexed)
+            return met[need]
+
+        out = tuple(
+            not rule_needs or any(holds(n) for n in rule_needs) for rule_needs in self._per_rule
+        )
+        if self.always or any(holds(n) for n in self.needs):
+            return out
+        return None

@@ -21,6 +21,7 @@ import libcst as cst
 from tensorsight.migrate._prescan import Prescan
 from tensorsight.migrate._values import scan_module_classes
 from tensorsight.migrate.model import Changed, Failed, FileResult, Site, Skipped, Unchanged
+from tensorsight.migrate.rule import MigrationRule
 from tensorsight.migrate.rulesets import RuleSet, load_ruleset
 from tensorsight.migrate.selfcheck import check_introduced, compile_problem
 from tensorsight.migrate.source import migrate_source
@@ -98,9 +99,13 @@ def _ruleset(name: str) -> RuleSet:
     return load_ruleset(name)
 
 
-@lru_cache(maxsize=8)
 def _prescan(name: str) -> Prescan:
-    return Prescan(rule.needs() for rule in _ruleset(name).rules)
+    return _prescan_of(_ruleset(name).rules)
+
+
+@lru_cache(maxsize=8)
+def _prescan_of(rules: tuple[type[MigrationRule], ...]) -> Prescan:
+    return Prescan(rule.needs() for rule in rules)
 
 
 def project_module_classes(jobs: Sequence[Job]) -> frozenset[str]:
@@ -150,12 +155,18 @@ def migrate_file(
             f"is not valid UTF-8 (or its declared encoding){detail}; save it as UTF-8 and retry.",
         )
     ruleset = _ruleset(target)
-    if not code.strip() or (prescan and not _prescan(target).wanted(code)):
+    if not code.strip():
         return Unchanged(job.rel)
+    rules = ruleset.instantiate()
+    if prescan:
+        active = _prescan_of(ruleset.rules).active(code)
+        if active is None:
+            return Unchanged(job.rel)
+        rules = [rule for rule, on in zip(rules, active, strict=True) if on]
     try:
         result = migrate_source(
             code,
-            ruleset.instantiate(),
+            rules,
             path=job.rel,
             unsafe_fixes=unsafe_fixes,
             target=target,

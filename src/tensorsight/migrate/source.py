@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from tensorsight.migrate._positions import starts
 from tensorsight.migrate._resolve import ModuleFacts, collect_facts, collect_facts_ast
 from tensorsight.migrate._scan import hot_statements
 from tensorsight.migrate._values import known_values
@@ -263,11 +263,9 @@ def _sites(
     for gi, nodes in by_group.items():
         if gi < 0 or gi not in segments:
             continue
-        positions = MetadataWrapper(segments[gi], unsafe_skip_copy=True).resolve(PositionProvider)
         shift = groups[gi][0] - 1
-        for node in nodes:
-            start = positions[node].start
-            where[id(node)] = (start.line + shift, start.column + 1)
+        for key, (line, column) in starts(segments[gi], nodes).items():
+            where[key] = (line + shift, column + 1)
     rows = []
     for f in findings:
         line, column = where.get(id(f.node), (1, 1))  # the module itself: line 1

@@ -45,22 +45,28 @@ _NAMED_SLOT = r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*[^\W\d]"
 _SLOT_NAME = re.compile(r"(?:\bdevice[\s\\]*=|\bto\b[\s()\\]*\()[\s(*\\]*([^\W\d][\w.]*)\s*(\[?)")
 
 
-_ASSIGN = r"\b(\w+)\s*(?::[^=\n]*)?[-+*/%]?=(?!=)\s*[-+(\s]*"
+_ASSIGN = r"\s*(?::[^=\n]*)?[-+*/%]?=(?!=)\s*[-+(\s]*"
 _INT_SOURCE = r"(?:\d|(?:\w+\.)*(?:int|get_rank|get_local_rank|current_device\w*)\s*\()"
-#: Names given an integer directly: ``n = 0``, ``n = int(...)``, ``f(n=0)``, ``n: int``, a dict
-#: key ``"n": 0``; and names bound in ways only the prepass follows (loops, ``with ... as``,
-#: walrus, argparse options): taken as integers here.
-_DIRECT = re.compile(
-    _ASSIGN
+#: Ways a name ``{n}`` is given an integer directly: ``n = 0``, ``n = int(...)``, ``f(n=0)``,
+#: ``n: int``, a dict key ``"n": 0``; and ways only the prepass follows (loops, ``with ... as``,
+#: walrus, argparse options): taken as integers here. ``{n}`` is an alternation of names.
+_DIRECT = (
+    r"\b(?:{n})\b(?:"
+    + _ASSIGN
     + _INT_SOURCE
-    + r"|[\"'](\w+)[\"']\s*:\s*[-+(\s]*"
+    + r"|\s*:\s*int\b|\s*:=)"
+    + r"|for\s+\(?(?:{n})\b|as\s+\(?(?:{n})\b|dest\s*=\s*[\"'](?:{n})\b"
+    + r"|[\"'](?:-+(?:{n})[\"']|(?:{n})[\"']\s*:\s*[-+(\s]*"
     + _INT_SOURCE
-    + r"|\b(\w+)\s*:\s*int\b"
-    + r"|\bfor\s+\(?(\w+)|\bas\s+\(?(\w+)|\b(\w+)\s*:=|[\"']-+(\w+)[\"']"
-    + r"|\bdest\s*=\s*[\"'](\w+)"
+    + r")"
 )
-#: ``n = a.b.m`` (a copy) or ``n = m * 2`` (arithmetic): ``n`` is an integer if ``m`` is.
-_COPY = re.compile(_ASSIGN + r"(?:\w+\.)*(\w+)(?![ \t]*[\w.(\[])", re.M)
+#: ``n = a.b.m`` (a copy) or ``n = m * 2`` (arithmetic): ``n`` is an integer if ``m`` is;
+#: the group is ``m``. Searched as a lookahead, so overlapping assignments all count.
+_COPY = r"(?=\b(?:{n})\b" + _ASSIGN + r"(?:\w+\.)*(\w+)(?![ \t]*[\w.(\[]))"
+
+
+#: Names in slots that are never integers (``device=None``).
+_CONSTANTS = frozenset({"None", "True", "False"})
 
 
 def _could_be_index(text: str) -> bool:
@@ -68,26 +74,30 @@ def _could_be_index(text: str) -> bool:
     flow, on the raw text (comments and strings only add candidates): some name in a device
     slot is, by name, given an integer directly or through copies and arithmetic of such
     names, or bound in a way only the prepass follows; or the file has an ``if __name__ ==
-    "__main__":`` block (parameters then take their call sites' values)."""
+    "__main__":`` block (parameters then take their call sites' values).
+
+    The search goes backwards from the slots' names (a few) to what they are copied from,
+    so each round is one regular expression over the text naming those few names; a search
+    for every assignment of every name costs ten times more on a real project.
+    """
     names = set()
     for m in _SLOT_NAME.finditer(text):
         if m.group(2):
             return True  # a subscript: the slot is its key (args["rank"])
         names.add(m.group(1).rsplit(".", 1)[-1])
+    names -= _CONSTANTS
     if not names:
         return False
     if "__main__" in text:
         return True
-    ints = {g for groups in _DIRECT.findall(text) for g in groups if g}
-    copies = _COPY.findall(text)
-    for _ in range(8):  # copies of copies; a few rounds reach every chain seen in practice
-        grown = {n for n, m in copies if m in ints} - ints
-        if not grown:
-            break
-        ints |= grown
-    else:
-        return True  # a longer chain than followed here: let the prepass decide
-    return bool(names & ints)
+    seen = set(names)
+    while names:
+        alternation = "|".join(map(re.escape, sorted(names)))
+        if re.search(_DIRECT.format(n=alternation), text, re.M):
+            return True
+        names = set(re.findall(_COPY.format(n=alternation), text, re.M)) - seen
+        seen |= names
+    return False
 
 
 def _has_index_names(text: str) -> bool:
