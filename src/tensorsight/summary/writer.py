@@ -8,7 +8,8 @@ tensors, numpy arrays or Python numbers; torch is imported only by ``add_graph``
 Differences from torch's writer: writing after ``close()`` raises ``UsageError`` (torch
 silently reopens a new file); ``add_graph`` records ATen ops with dtypes instead of using the
 deprecated ``torch.jit.trace``; bool hyperparameters are logged as bools (torch logs 1.0/0.0);
-images are PNG-encoded without Pillow.
+images are PNG-encoded without Pillow; ``add_video`` writes its GIF with Pillow where torch's
+writer needs moviepy (whose 2.x releases it cannot use); ``add_mesh`` needs no tensorboard.
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ from tensorsight.summary.kinds import (
     hparams,
     image,
     landscape,
+    mesh,
     pr_curve,
     scalar,
     text,
+    video,
 )
+from tensorsight.summary.kinds import figure as figure_kind
 from tensorsight.summary.kinds import tensor as tensor_kind
 
 __all__ = ["SummaryWriter"]
@@ -120,11 +124,20 @@ class SummaryWriter:
         walltime: float | None,
         writer: EventFileWriter | None = None,
     ) -> None:
+        self._add_values([value], global_step, walltime, writer)
+
+    def _add_values(
+        self,
+        values: list[Any],
+        global_step: object,
+        walltime: float | None,
+        writer: EventFileWriter | None = None,
+    ) -> None:
         if self._closed:
             self._check_open()
         event = _Event(
             wall_time=time.time() if walltime is None else float(walltime),
-            summary=_Summary(value=[value]),
+            summary=_Summary(value=values),
         )
         if global_step is not None:
             event.step = _step(global_step)
@@ -278,6 +291,73 @@ class SummaryWriter:
             ...     w.add_images("batch", np.random.rand(4, 3, 8, 8), 0)
         """
         self._add(image.encode(_tag(tag), img_tensor, dataformats), global_step, walltime)
+
+    def add_figure(
+        self,
+        tag: str,
+        figure: object,
+        global_step: int | None = None,
+        close: bool = True,
+        walltime: float | None = None,
+    ) -> None:
+        """Log a matplotlib figure (or a list of them, as one grid) as a PNG image.
+
+        Needs matplotlib (``pip install 'tensorsight[media]'``); ``close`` closes the figure
+        after drawing it, as torch's writer does.
+
+        Example:
+            >>> import tempfile, matplotlib.pyplot as plt
+            >>> fig, ax = plt.subplots(figsize=(2, 1.5))
+            >>> _ = ax.plot([0, 1, 4])
+            >>> with SummaryWriter(tempfile.mkdtemp()) as w:
+            ...     w.add_figure("curve", fig, 0)
+        """
+        self._add(figure_kind.encode(_tag(tag), figure, close), global_step, walltime)
+
+    def add_video(
+        self,
+        tag: str,
+        vid_tensor: object,
+        global_step: int | None = None,
+        fps: float = 4,
+        walltime: float | None = None,
+    ) -> None:
+        """Log a ``(N, T, C, H, W)`` video batch as one animated GIF image (clips tiled).
+
+        Values are uint8 in [0, 255] or float in [0, 1]. Needs Pillow
+        (``pip install 'tensorsight[media]'``), where torch's writer needs moviepy.
+
+        Example:
+            >>> import numpy as np, tempfile
+            >>> with SummaryWriter(tempfile.mkdtemp()) as w:
+            ...     w.add_video("clip", np.random.rand(1, 4, 3, 8, 8), 0, fps=2)
+        """
+        self._add(video.encode(_tag(tag), vid_tensor, fps), global_step, walltime)
+
+    def add_mesh(
+        self,
+        tag: str,
+        vertices: object,
+        colors: object = None,
+        faces: object = None,
+        config_dict: Mapping[str, Any] | None = None,
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
+        """Log a triangle mesh or point cloud: ``(B, N, 3)`` vertices, faces and colors.
+
+        Written as TensorBoard's mesh plugin tensors ``<tag>_VERTEX``, ``<tag>_FACE`` and
+        ``<tag>_COLOR`` in one event, as torch's writer writes them.
+
+        Example:
+            >>> import numpy as np, tempfile
+            >>> v = np.array([[[1, 1, 1], [-1, -1, 1], [1, -1, -1], [-1, 1, -1]]], float)
+            >>> f = np.array([[[0, 2, 3], [0, 3, 1], [0, 1, 2], [1, 3, 2]]])
+            >>> with SummaryWriter(tempfile.mkdtemp()) as w:
+            ...     w.add_mesh("tetra", v, faces=f, global_step=0)
+        """
+        values = mesh.encode(_tag(tag), vertices, colors, faces, config_dict)
+        self._add_values(values, global_step, walltime)
 
     def add_audio(
         self,

@@ -7,6 +7,7 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   scalars: () => import("./scalars/index"),
   histograms: () => import("./histograms/index"),
   images: () => import("./images/index"),
+  audio: () => import("./audio/index"),
   text: () => import("./text/index"),
   graphs: () => import("./graphs/index"),
   precision: () => import("./precision/index"),

@@ -20,6 +20,7 @@ BUILTIN_VIEWS: dict[str, str] = {
     "scalars": "tensorsight.board.views.scalars:ScalarsView",
     "histograms": "tensorsight.board.views.histograms:HistogramsView",
     "images": "tensorsight.board.views.images:ImagesView",
+    "audio": "tensorsight.board.views.audio:AudioView",
     "text": "tensorsight.board.views.text:TextView",
     "graphs": "tensorsight.board.views.graphs:GraphsView",
     "precision": "tensorsight.board.views.precision:PrecisionView",

@@ -1,0 +1,203 @@
+"""Meshes and point clouds: TensorBoard's ``mesh`` plugin tensors, as torch's writer writes.
+
+One ``add_mesh`` call writes one ``Summary`` with up to three float tensors of shape
+``(B, N, 3)``, tagged ``<tag>_VERTEX``, ``<tag>_FACE`` and ``<tag>_COLOR``; each carries the
+plugin's ``MeshPluginData`` (name, content type, components bitmask, shape, three.js JSON
+config) as its metadata content. The message is encoded and decoded here in protobuf wire
+format (six scalar fields), so neither tensorboard nor its descriptors are needed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tensorsight.errors import UsageError
+from tensorsight.summary._proto import tb
+from tensorsight.summary.kinds._convert import plugin_metadata, to_numpy
+
+__all__ = [
+    "CONTENT_TYPES",
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "MeshMeta",
+    "decode_meta",
+    "encode",
+    "encode_meta",
+]
+
+KIND = "meshes"
+PLUGIN_NAME = "mesh"
+SCHEMA_VERSION = 0  # MeshPluginData.version, as TensorBoard writes it
+CONTENT_TYPES = {"VERTEX": 1, "FACE": 2, "COLOR": 3}
+_NAMES = {v: k for k, v in CONTENT_TYPES.items()}
+
+
+@dataclass(frozen=True)
+class MeshMeta:
+    """The fields of ``MeshPluginData``; ``content_type`` is VERTEX, FACE or COLOR."""
+
+    name: str
+    content_type: str
+    components: int
+    shape: tuple[int, ...]
+    json_config: str = ""
+    version: int = 0
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    n &= (1 << 64) - 1  # negative int32 values go out as 10-byte varints, as protobuf does
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def encode_meta(meta: MeshMeta) -> bytes:
+    """``MeshPluginData`` bytes (proto3: fields at their default are left out)."""
+    parts = []
+    if meta.version:
+        parts.append(b"\x08" + _varint(meta.version))
+    if meta.name:
+        raw = meta.name.encode()
+        parts.append(b"\x12" + _varint(len(raw)) + raw)
+    parts.append(b"\x18" + _varint(CONTENT_TYPES[meta.content_type]))
+    if meta.json_config:
+        raw = meta.json_config.encode()
+        parts.append(b"\x2a" + _varint(len(raw)) + raw)
+    if meta.shape:
+        packed = b"".join(_varint(d) for d in meta.shape)
+        parts.append(b"\x32" + _varint(len(packed)) + packed)
+    if meta.components:
+        parts.append(b"\x38" + _varint(meta.components))
+    return b"".join(parts)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            msg = "truncated varint in MeshPluginData"
+            raise ValueError(msg)
+        byte = data[pos]
+        pos += 1
+        n |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return n, pos
+
+
+def decode_meta(data: bytes) -> MeshMeta:
+    """Parse ``MeshPluginData`` bytes; unknown fields are skipped.
+
+    Raises:
+        ValueError: The bytes are not a valid message or name no known content type.
+    """
+    fields: dict[int, Any] = {}
+    shape: list[int] = []
+    pos = 0
+    while pos < len(data):
+        key, pos = _read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _read_varint(data, pos)
+            if number == 6:
+                shape.append(value)
+            else:
+                fields[number] = value
+        elif wire == 2:
+            size, pos = _read_varint(data, pos)
+            chunk = data[pos : pos + size]
+            if len(chunk) != size:
+                msg = "truncated field in MeshPluginData"
+                raise ValueError(msg)
+            pos += size
+            if number == 6:
+                at = 0
+                while at < len(chunk):
+                    d, at = _read_varint(chunk, at)
+                    shape.append(d)
+            else:
+                fields[number] = chunk
+        elif wire == 5:
+            pos += 4
+        elif wire == 1:
+            pos += 8
+        else:
+            msg = f"wire type {wire} in MeshPluginData"
+            raise ValueError(msg)
+    ctype = _NAMES.get(int(fields.get(3, 0)))
+    if ctype is None:
+        msg = f"MeshPluginData content type {fields.get(3, 0)} is not VERTEX, FACE or COLOR"
+        raise ValueError(msg)
+    return MeshMeta(
+        name=bytes(fields.get(2, b"")).decode(errors="replace"),
+        content_type=ctype,
+        components=int(fields.get(7, 0)),
+        shape=tuple(shape),
+        json_config=bytes(fields.get(5, b"")).decode(errors="replace"),
+        version=int(fields.get(1, 0)),
+    )
+
+
+def _component(tag: str, part: str, value: object) -> np.ndarray:
+    array = to_numpy(value, what=f"Mesh {tag!r} {part.lower()}")
+    if array.ndim != 3 or array.shape[2] != 3:
+        msg = (
+            f"Mesh {tag!r}: {part.lower()} have shape {tuple(array.shape)}. Expected (B, N, 3); "
+            "add a batch dimension with .unsqueeze(0) or [None]."
+        )
+        raise UsageError(msg)
+    return np.ascontiguousarray(array, dtype="<f4")
+
+
+def encode(
+    tag: str,
+    vertices: object,
+    colors: object = None,
+    faces: object = None,
+    config_dict: Mapping[str, Any] | None = None,
+) -> list[Any]:
+    """The ``Summary.Value`` list of one mesh: vertices, then faces, then colors if given.
+
+    Raises:
+        UsageError: A part is not ``(B, N, 3)``, or ``config_dict`` is not JSON.
+    """
+    parts = [("VERTEX", vertices), ("FACE", faces), ("COLOR", colors)]
+    arrays = [(p, _component(tag, p, v)) for p, v in parts if v is not None]
+    components = 0
+    for p, _ in arrays:
+        components |= 1 << CONTENT_TYPES[p]
+    try:
+        config = "{}" if config_dict is None else json.dumps(config_dict, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        msg = f"Mesh {tag!r}: config_dict is not JSON-serialisable ({exc})."
+        raise UsageError(msg) from exc
+    values = []
+    for part, array in arrays:
+        meta = MeshMeta(tag, part, components, tuple(int(d) for d in array.shape), config)
+        proto = tb.TensorProto(
+            dtype=tb.DataType["DT_FLOAT"],
+            tensor_shape=tb.TensorShapeProto(
+                dim=[tb.TensorShapeProto.Dim(size=int(n)) for n in array.shape]
+            ),
+            tensor_content=array.tobytes(),
+        )
+        values.append(
+            tb.Summary.Value(
+                tag=f"{tag}_{part}",
+                tensor=proto,
+                metadata=plugin_metadata(PLUGIN_NAME, encode_meta(meta)),
+            )
+        )
+    return values
