@@ -38,12 +38,19 @@ def _num(v: float | None) -> float | str | None:
     return "Infinity" if v > 0 else "-Infinity"
 
 
+def _nums(values: tuple[float, ...]) -> list[float | str | None]:
+    # a finite sum means every value is finite (inf and NaN propagate): no per-value check
+    if math.isfinite(sum(values)):
+        return list(values)
+    return [_num(v) for v in values]
+
+
 def _record(r: HistogramRecord) -> dict[str, Any]:
     return {
         "step": r.step,
         "wall_time": r.wall_time,
-        "edges": [_num(e) for e in r.edges],
-        "counts": [_num(c) for c in r.counts],
+        "edges": _nums(r.edges),
+        "counts": _nums(r.counts),
         "min": _num(r.min),
         "max": _num(r.max),
         "num": _num(r.num),
