@@ -358,3 +358,42 @@ def test_a_view_check_past_the_deadline_leaves_the_tab_enabled(comparison_logdir
         "reason": "no answer within the board's deadline",
     }
     assert views["scalars"]["enabled"]  # the other views were checked as usual
+
+
+def test_encoding_a_big_answer_leaves_the_board_answering(every_kind_logdir, monkeypatch):
+    """The JSON encoding of a view's answer runs in the worker thread too: 500 histogram
+    records of 600 buckets are 9 MB to encode (0.25 CPU-s), which on the event loop held
+    ``/api/runs`` as long. The encoding is made to wait here until released."""
+    from starlette.responses import JSONResponse
+
+    from tensorsight.data import LogdirProvider
+
+    entered, release = threading.Event(), threading.Event()
+    real = JSONResponse.render
+
+    def slow_render(self, content):
+        if isinstance(content, dict) and "records" in content:
+            entered.set()
+            release.wait(60)
+        return real(self, content)
+
+    monkeypatch.setattr(JSONResponse, "render", slow_render)
+    provider = LogdirProvider(every_kind_logdir)
+    provider.reload()
+    with board_server(provider) as url, ThreadPoolExecutor(1) as pool:
+        try:
+            slow = pool.submit(
+                httpx.get,
+                f"{url}/api/views/histograms/series",
+                params={"run": "train", "tag": "weights"},
+                timeout=LIVENESS_S * 3,
+            )
+            assert entered.wait(LIVENESS_S)
+            runs = httpx.get(f"{url}/api/runs", timeout=LIVENESS_S)
+            assert runs.status_code == 200
+            assert not slow.done()
+        finally:
+            release.set()
+        r = slow.result()
+    assert r.status_code == 200, r.text
+    assert [rec["step"] for rec in r.json()["records"]] == [0, 1, 2]

@@ -15,7 +15,7 @@ from tensorsight.board.views.base import (
     View,
     int_param,
     lookup,
-    offload,
+    offload_json,
     require_param,
     tags_by_kind,
 )
@@ -96,9 +96,7 @@ class HistogramsView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _series(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        body = await offload(
+        return await offload_json(
             request,
             series_impl,
             self.provider,
@@ -106,4 +104,3 @@ class HistogramsView(View):
             require_param(request, "tag"),
             limit=int_param(request, "limit", 500, 2, 100_000),
         )
-        return JSONResponse(body)
