@@ -7,7 +7,9 @@ to a fourth run (``live``) through tensorsight's SummaryWriter. ``CLIENTS`` thre
 with one keep-alive connection, send a fixed count of requests each, cycling through the run
 list and the heavy view routes (a full scalar series, histograms, the image list, text);
 the run stops early at ``TIME_CAP_S``. The server answers every request it got: errors are
-non-200 answers, failed connections and timeouts.
+non-200 answers, failed connections and timeouts. A request on a keep-alive connection that
+the server closed as it went out (uvicorn closes one idle for 5 s; a starved client thread
+can take that long) is sent again once, as browsers do, and counted as resent.
 
 Printed per tool: requests answered, req/s, p50/p99 latency, errors. The table's "speed vs
 anchor" is TensorBoard's wall time over ours for the same request count. Both servers get
@@ -65,6 +67,7 @@ class LoadResult:
     bodies: dict[str, int] = field(default_factory=dict)  # path -> answers seen
     wall_s: float = 0.0
     sent: int = 0
+    retries: int = 0  # requests sent again after the server closed an idle connection
 
     @property
     def answered(self) -> int:
@@ -81,7 +84,7 @@ class LoadResult:
         return (
             f"{self.answered:,}/{self.sent:,} answered in {self.wall_s:.1f} s: {rate:,.0f} req/s, "
             f"p50 {self.percentile(0.5) * 1000:.0f} ms, p99 {self.percentile(0.99) * 1000:.0f} ms, "
-            f"errors {len(self.errors)}"
+            f"errors {len(self.errors)}, resent after a keep-alive close {self.retries}"
         )
 
 
@@ -111,22 +114,34 @@ def hammer(
                     return
                 path = paths[(i + k) % len(paths)]
                 start = time.perf_counter()
-                error = None
-                try:
-                    conn.request("GET", path, headers={"Accept": "application/json"})
-                    response = conn.getresponse()
-                    body = response.read()
-                    if response.status != 200:
-                        error = f"{path}: HTTP {response.status} {body[:200]!r}"
-                    elif check is not None:
-                        check(path, body)
-                except Exception as exc:  # counted, then a fresh connection
-                    error = f"{path}: {type(exc).__name__}: {exc}"
-                    conn.close()
-                    conn = http.client.HTTPConnection(host, port, timeout=REQUEST_TIMEOUT_S)
+                error, retried = None, False
+                while True:
+                    try:
+                        conn.request("GET", path, headers={"Accept": "application/json"})
+                        response = conn.getresponse()
+                        body = response.read()
+                        if response.status != 200:
+                            error = f"{path}: HTTP {response.status} {body[:200]!r}"
+                        elif check is not None:
+                            check(path, body)
+                    except (http.client.RemoteDisconnected, ConnectionResetError) as exc:
+                        # the server closed an idle keep-alive connection as the request
+                        # went out: send it again once on a new one, as browsers do
+                        conn.close()
+                        conn = http.client.HTTPConnection(host, port, timeout=REQUEST_TIMEOUT_S)
+                        if not retried and k > 0:
+                            retried = True
+                            continue
+                        error = f"{path}: {type(exc).__name__}: {exc}"
+                    except Exception as exc:  # counted, then a fresh connection
+                        error = f"{path}: {type(exc).__name__}: {exc}"
+                        conn.close()
+                        conn = http.client.HTTPConnection(host, port, timeout=REQUEST_TIMEOUT_S)
+                    break
                 elapsed = time.perf_counter() - start
                 with lock:
                     result.sent += 1
+                    result.retries += retried
                     if error is None:
                         result.latencies.append(elapsed)
                         result.bodies[path] = result.bodies.get(path, 0) + 1
