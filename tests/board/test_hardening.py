@@ -292,3 +292,108 @@ def test_a_slow_read_of_any_view_leaves_the_board_answering(
             stuck.release.set()
         r = slow.result()
         assert r.status_code == 200, r.text
+
+
+def _stuck_comparison_list(monkeypatch):
+    """Make ``ComparisonStore.list`` wait in worker threads until released (a slow disk)."""
+    from tensorsight.data.comparisons import ComparisonStore
+
+    entered, release = threading.Event(), threading.Event()
+    real = ComparisonStore.list
+
+    def stuck(self, *args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            entered.set()
+            release.wait(60)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ComparisonStore, "list", stuck)
+    return entered, release
+
+
+def test_the_view_list_checks_views_off_the_loop(comparison_logdir, monkeypatch):
+    """``/api/views`` asks every view's ``is_active``; the comparison view's lists
+    comparisons from disk. It ran on the event loop: while it was stuck, ``/api/runs``
+    waited too. Now it runs in a worker thread and ``/api/runs`` answers meanwhile."""
+    from tensorsight.data import LogdirProvider
+
+    provider = LogdirProvider(comparison_logdir)
+    assert provider.comparisons() is not None
+    entered, release = _stuck_comparison_list(monkeypatch)
+    with board_server(provider) as url, ThreadPoolExecutor(1) as pool:
+        try:
+            slow = pool.submit(httpx.get, f"{url}/api/views", timeout=LIVENESS_S * 3)
+            assert entered.wait(LIVENESS_S)
+            runs = httpx.get(f"{url}/api/runs", timeout=LIVENESS_S)
+            assert runs.status_code == 200
+            assert not slow.done()
+        finally:
+            release.set()
+        r = slow.result()
+    assert r.status_code == 200, r.text
+    views = {v["name"]: v for v in r.json()["views"]}
+    assert views["comparison"]["enabled"]
+    assert views["comparison"]["has_data"]
+
+
+def test_a_view_check_past_the_deadline_leaves_the_tab_enabled(comparison_logdir, monkeypatch):
+    from tensorsight.data import LogdirProvider
+
+    provider = LogdirProvider(comparison_logdir)
+    assert provider.comparisons() is not None
+    entered, release = _stuck_comparison_list(monkeypatch)
+    with board_server(provider, work_deadline_secs=0.5) as url:
+        try:
+            r = httpx.get(f"{url}/api/views", timeout=LIVENESS_S * 3)
+            assert entered.is_set()
+        finally:
+            release.set()
+    assert r.status_code == 200, r.text
+    views = {v["name"]: v for v in r.json()["views"]}
+    assert views["comparison"] == {
+        "name": "comparison",
+        "title": "Comparison",
+        "enabled": True,
+        "has_data": False,
+        "reason": "no answer within the board's deadline",
+    }
+    assert views["scalars"]["enabled"]  # the other views were checked as usual
+
+
+def test_encoding_a_big_answer_leaves_the_board_answering(every_kind_logdir, monkeypatch):
+    """The JSON encoding of a view's answer runs in the worker thread too: 500 histogram
+    records of 600 buckets are 9 MB to encode (0.25 CPU-s), which on the event loop held
+    ``/api/runs`` as long. The encoding is made to wait here until released."""
+    from starlette.responses import JSONResponse
+
+    from tensorsight.data import LogdirProvider
+
+    entered, release = threading.Event(), threading.Event()
+    real = JSONResponse.render
+
+    def slow_render(self, content):
+        if isinstance(content, dict) and "records" in content:
+            entered.set()
+            release.wait(60)
+        return real(self, content)
+
+    monkeypatch.setattr(JSONResponse, "render", slow_render)
+    provider = LogdirProvider(every_kind_logdir)
+    provider.reload()
+    with board_server(provider) as url, ThreadPoolExecutor(1) as pool:
+        try:
+            slow = pool.submit(
+                httpx.get,
+                f"{url}/api/views/histograms/series",
+                params={"run": "train", "tag": "weights"},
+                timeout=LIVENESS_S * 3,
+            )
+            assert entered.wait(LIVENESS_S)
+            runs = httpx.get(f"{url}/api/runs", timeout=LIVENESS_S)
+            assert runs.status_code == 200
+            assert not slow.done()
+        finally:
+            release.set()
+        r = slow.result()
+    assert r.status_code == 200, r.text
+    assert [rec["step"] for rec in r.json()["records"]] == [0, 1, 2]

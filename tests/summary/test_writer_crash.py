@@ -141,7 +141,7 @@ time.sleep(600)  # a training step that takes long (or a hang): nothing more is 
 @pytest.mark.parametrize("n", [1_000, 20_003])
 def test_sigkill_of_a_default_writer_loses_at_most_the_last_second(tmp_path, n):
     """Records added more than a second before SIGKILL are in the file (the writer hands
-    them to the OS at least every 0.5 s, not only when 64 KiB have gathered)."""
+    them to the OS at least every 0.1 s, not only when 64 KiB have gathered)."""
     proc = subprocess.Popen(
         [sys.executable, "-c", _IDLE_CHILD, str(tmp_path), str(n)],
         stdout=subprocess.PIPE,

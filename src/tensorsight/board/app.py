@@ -4,7 +4,9 @@ Routes (documented in ``docs/http_api/``):
 
 * ``GET /api/views`` — the tabs: name, title, enabled, reason (a view that fails to load or
   whose ``is_active`` raises is listed disabled with the reason) and ``module``, the URL of a
-  third-party view's front-end ES module (``null``: bundled with the board).
+  third-party view's front-end ES module (``null``: bundled with the board). ``is_active``
+  runs in worker threads with the work deadline; a view still checking then is listed
+  enabled without data (reason "no answer within the board's deadline").
 * ``GET /views/<name>/index.js`` — that module, the file the view's
   :meth:`~tensorsight.board.views.base.View.frontend` names.
 * ``GET /api/runs`` — the run list with first/last write time, tags, active flag and what
@@ -208,18 +210,19 @@ def create_app(
     static = DEFAULT_STATIC_DIR if static_dir is None else static_dir
 
     async def list_views(request: Request) -> Response:
+        checks = await _check_views(loaded, request.app.state.work_deadline_secs)
         out = []
-        by_name = {v.name: v for v in loaded}
         for info in infos:
             enabled, reason = info.enabled, info.reason
-            view = by_name.get(info.name)
-            if view is not None:
-                try:
-                    has_data = view.is_active()
-                except Exception as exc:  # listed disabled with the reason
-                    enabled, reason = False, f"unavailable: {type(exc).__name__}: {exc}"
+            if info.name in checks:
+                result = checks[info.name]
+                if isinstance(result, BaseException):  # listed disabled with the reason
+                    enabled = False
+                    reason = f"unavailable: {type(result).__name__}: {result}"
+                elif result is None:  # still checking: the tab works, its data may be slow
+                    reason = "no answer within the board's deadline"
                 else:
-                    reason = "" if has_data else "no data yet"
+                    reason = "" if result else "no data yet"
             out.append(
                 {
                     "name": info.name,
@@ -281,6 +284,36 @@ def create_app(
     app.state.provider = provider
     app.state.work_deadline_secs = work_deadline_secs
     return app
+
+
+async def _check_views(
+    views: Sequence[View], deadline: float
+) -> dict[str, bool | BaseException | None]:
+    """Each view's ``is_active()``, in worker threads side by side, within ``deadline``.
+
+    ``is_active`` reads data (the comparison view lists its comparisons from disk), so it
+    must not run on the event loop: a slow one would stall ``/api/runs`` and every other
+    route. A view that raises maps to its exception; one still working at the deadline maps
+    to ``None`` (its thread is abandoned and finishes on its own).
+    """
+    import anyio
+    import anyio.to_thread
+
+    results: dict[str, bool | BaseException | None] = {v.name: None for v in views}
+
+    async def check(view: View) -> None:
+        try:
+            active = await anyio.to_thread.run_sync(view.is_active, abandon_on_cancel=True)
+        except Exception as exc:
+            results[view.name] = exc
+        else:
+            results[view.name] = bool(active)
+
+    with anyio.move_on_after(deadline):
+        async with anyio.create_task_group() as group:
+            for view in views:
+                group.start_soon(check, view)
+    return results
 
 
 class _SecurityHeaders:

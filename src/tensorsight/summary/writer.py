@@ -60,7 +60,7 @@ class SummaryWriter:
             hides older events with step >= T.
         max_queue: Events held in memory before an ``add_*`` call waits for the writer thread.
         flush_secs: Most seconds between hand-offs of queued records to the operating
-            system (``write(2)``, no ``fsync``); capped at 0.5 s, so a process killed by
+            system (``write(2)``, no ``fsync``); capped at 0.1 s, so a process killed by
             SIGKILL loses at most the last second of summaries.
         filename_suffix: Appended to every event file name.
 

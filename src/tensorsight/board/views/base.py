@@ -14,6 +14,7 @@ from tensorsight.board.errors import DeadlineExceeded, InvalidArgument, NotFound
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+    from starlette.responses import Response
     from starlette.routing import BaseRoute
 
     from tensorsight.data import DataProvider
@@ -27,6 +28,7 @@ __all__ = [
     "int_param",
     "lookup",
     "offload",
+    "offload_json",
     "read_records",
     "record_at_step",
     "require_param",
@@ -63,6 +65,22 @@ async def offload(request: Request, func: Callable[..., T], /, *args: Any, **kwa
         "(a shorter range, a simpler filter) and try again."
     )
     raise DeadlineExceeded(msg)
+
+
+async def offload_json(
+    request: Request, func: Callable[..., Any], /, *args: Any, **kwargs: Any
+) -> Response:
+    """:func:`offload`, the JSON encoding of the result included.
+
+    A big body (500 histogram records of 600 buckets: 9 MB, 0.25 CPU-s to encode) encoded
+    in the handler would hold the event loop, and with it ``/api/runs``, as long as that.
+    """
+    from starlette.responses import JSONResponse
+
+    def work() -> Response:
+        return JSONResponse(func(*args, **kwargs))
+
+    return await offload(request, work)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import InvalidArgument, NotFound, PublicError
-from tensorsight.board.views.base import View, float_param, int_param, offload, require_param
+from tensorsight.board.views.base import (
+    View,
+    float_param,
+    int_param,
+    offload_json,
+    require_param,
+)
 from tensorsight.data import DetailLimits, RowQuery, TraceQuery
 from tensorsight.errors import TensorsightError
 
@@ -303,27 +309,17 @@ class ComparisonView(View):
         ]
 
     async def _list(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        return JSONResponse(await offload(request, list_impl, self.provider))
+        return await offload_json(request, list_impl, self.provider)
 
     async def _summary(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         name = require_param(request, "name")
-        return JSONResponse(await offload(request, summary_impl, self.provider, name))
+        return await offload_json(request, summary_impl, self.provider, name)
 
     async def _rows(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         name = require_param(request, "name")
-        return JSONResponse(
-            await offload(request, rows_impl, self.provider, name, parse_query(request))
-        )
+        return await offload_json(request, rows_impl, self.provider, name, parse_query(request))
 
     async def _tree(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         name = require_param(request, "name")
         direction = request.query_params.get("direction") or None
         if direction is not None and direction not in DIRECTIONS:
@@ -333,30 +329,23 @@ class ComparisonView(View):
             )
             raise InvalidArgument(msg)
         metric = request.query_params.get("metric") or None
-        return JSONResponse(
-            await offload(request, tree_impl, self.provider, name, metric, direction)
-        )
+        return await offload_json(request, tree_impl, self.provider, name, metric, direction)
 
     async def _trace(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         name = require_param(request, "name")
         query = parse_trace_query(request)
-        return JSONResponse(await offload(request, trace_impl, self.provider, name, query))
+        return await offload_json(request, trace_impl, self.provider, name, query)
 
     async def _detail(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         name = require_param(request, "name")
         require_param(request, "row")
         position = int_param(request, "row", 0, 0, 10**9)
-        body = await offload(request, detail_impl, self.provider, name, position, _limits(request))
-        return JSONResponse(body)
+        return await offload_json(
+            request, detail_impl, self.provider, name, position, _limits(request)
+        )
 
     async def _replay(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         name = require_param(request, "name")
         require_param(request, "row")
         position = int_param(request, "row", 0, 0, 10**9)
-        return JSONResponse(await offload(request, replay_impl, self.provider, name, position))
+        return await offload_json(request, replay_impl, self.provider, name, position)

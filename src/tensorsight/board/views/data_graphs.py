@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, offload, require_param, tags_by_kind
+from tensorsight.board.views.base import View, offload_json, require_param, tags_by_kind
 from tensorsight.board.views.graphs import json_value
 
 if TYPE_CHECKING:
@@ -67,7 +67,5 @@ class DataGraphsView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _graph(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(await offload(request, graph_impl, self.provider, run, tag))
+        return await offload_json(request, graph_impl, self.provider, run, tag)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, offload, require_param, tags_by_kind
+from tensorsight.board.views.base import View, offload_json, require_param, tags_by_kind
 from tensorsight.data.readable import auxiliary_nodes
 
 if TYPE_CHECKING:
@@ -159,14 +159,10 @@ class GraphsView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _graph(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(await offload(request, graph_impl, self.provider, run, tag))
+        return await offload_json(request, graph_impl, self.provider, run, tag)
 
     async def _node(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
         name = require_param(request, "name")
-        return JSONResponse(await offload(request, node_impl, self.provider, run, tag, name))
+        return await offload_json(request, node_impl, self.provider, run, tag, name)

@@ -15,7 +15,7 @@ from tensorsight.board.views.base import (
     View,
     int_param,
     lookup,
-    offload,
+    offload_json,
     require_param,
     tags_by_kind,
 )
@@ -38,12 +38,19 @@ def _num(v: float | None) -> float | str | None:
     return "Infinity" if v > 0 else "-Infinity"
 
 
+def _nums(values: tuple[float, ...]) -> list[float | str | None]:
+    # a finite sum means every value is finite (inf and NaN propagate): no per-value check
+    if math.isfinite(sum(values)):
+        return list(values)
+    return [_num(v) for v in values]
+
+
 def _record(r: HistogramRecord) -> dict[str, Any]:
     return {
         "step": r.step,
         "wall_time": r.wall_time,
-        "edges": [_num(e) for e in r.edges],
-        "counts": [_num(c) for c in r.counts],
+        "edges": _nums(r.edges),
+        "counts": _nums(r.counts),
         "min": _num(r.min),
         "max": _num(r.max),
         "num": _num(r.num),
@@ -89,9 +96,7 @@ class HistogramsView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _series(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        body = await offload(
+        return await offload_json(
             request,
             series_impl,
             self.provider,
@@ -99,4 +104,3 @@ class HistogramsView(View):
             require_param(request, "tag"),
             limit=int_param(request, "limit", 500, 2, 100_000),
         )
-        return JSONResponse(body)

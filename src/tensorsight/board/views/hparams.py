@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import InvalidArgument
-from tensorsight.board.views.base import View, offload
+from tensorsight.board.views.base import View, offload_json
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -139,8 +139,6 @@ class HParamsView(View):
         return [Route("/table", self._table)]
 
     async def _table(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         runs = request.query_params.getlist("run") or None
         metrics = request.query_params.getlist("metric")
         if len(metrics) > MAX_METRICS:
@@ -149,4 +147,4 @@ class HParamsView(View):
                 f"got {len(metrics)}."
             )
             raise InvalidArgument(msg)
-        return JSONResponse(await offload(request, table_impl, self.provider, runs, metrics))
+        return await offload_json(request, table_impl, self.provider, runs, metrics)

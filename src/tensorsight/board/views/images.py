@@ -16,6 +16,7 @@ from tensorsight.board.views.base import (
     int_param,
     lookup,
     offload,
+    offload_json,
     require_param,
     tags_by_kind,
 )
@@ -89,10 +90,8 @@ class ImagesView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _list(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(await offload(request, list_impl, self.provider, run, tag))
+        return await offload_json(request, list_impl, self.provider, run, tag)
 
     async def _image(self, request: Request) -> Response:
         from starlette.responses import Response

@@ -17,7 +17,7 @@ import numpy as np
 from tensorsight.board.views.base import (
     View,
     int_param,
-    offload,
+    offload_json,
     read_records,
     record_at_step,
     require_param,
@@ -95,11 +95,7 @@ class LandscapesView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _landscape(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
         raw = request.query_params.get("step")
         step = None if raw in (None, "") else int_param(request, "step", 0, -(2**62), 2**62)
-        return JSONResponse(
-            await offload(request, landscape_impl, self.provider, run, tag, step=step)
-        )
+        return await offload_json(request, landscape_impl, self.provider, run, tag, step=step)

@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.patterns import compile_filter
-from tensorsight.board.views.base import View, int_param, offload, require_param, tags_by_kind
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    offload,
+    offload_json,
+    require_param,
+    tags_by_kind,
+)
 from tensorsight.board.views.graphs import load_graph, split_input
 
 if TYPE_CHECKING:
@@ -202,9 +209,7 @@ class PrecisionView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _table(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        body = await offload(
+        return await offload_json(
             request,
             table_impl,
             self.provider,
@@ -214,7 +219,6 @@ class PrecisionView(View):
             reduced_only=_bool(request, "reduced"),
             limit=int_param(request, "limit", 5000, 1, 100_000),
         )
-        return JSONResponse(body)
 
     async def _export(self, request: Request) -> Response:
         from starlette.responses import Response

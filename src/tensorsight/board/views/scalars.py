@@ -23,6 +23,7 @@ from tensorsight.board.views.base import (
     int_param,
     lookup,
     offload,
+    offload_json,
     require_param,
     tags_by_kind,
 )
@@ -176,13 +177,9 @@ class ScalarsView(View):
         return JSONResponse({"tags": await offload(request, tags_impl, self.provider, runs)})
 
     async def _series(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(
-            await offload(
-                request, series_impl, self.provider, run, tag, **self._series_args(request)
-            )
+        return await offload_json(
+            request, series_impl, self.provider, run, tag, **self._series_args(request)
         )
 
     def _series_args(self, request: Request) -> dict[str, Any]:

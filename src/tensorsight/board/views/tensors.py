@@ -20,7 +20,7 @@ from tensorsight.board.errors import InvalidArgument
 from tensorsight.board.views.base import (
     View,
     int_param,
-    offload,
+    offload_json,
     read_records,
     record_at_step,
     require_param,
@@ -227,14 +227,10 @@ class TensorsView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _steps(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(await offload(request, steps_impl, self.provider, run, tag))
+        return await offload_json(request, steps_impl, self.provider, run, tag)
 
     async def _slice(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
         raw_step = request.query_params.get("step")
         step = None if raw_step in (None, "") else int_param(request, "step", 0, -(2**62), 2**62)
@@ -242,6 +238,6 @@ class TensorsView(View):
         if query is not None and len(query) > 1000:
             msg = "Query parameter 'q': longer than 1000 characters. Expected a short slice."
             raise InvalidArgument(msg)
-        return JSONResponse(
-            await offload(request, slice_impl, self.provider, run, tag, step=step, query=query)
+        return await offload_json(
+            request, slice_impl, self.provider, run, tag, step=step, query=query
         )

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.board.views.base import View, lookup, offload, require_param, tags_by_kind
+from tensorsight.board.views.base import (
+    View,
+    lookup,
+    offload_json,
+    require_param,
+    tags_by_kind,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -54,7 +60,5 @@ class TextView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _series(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
         run, tag = require_param(request, "run"), require_param(request, "tag")
-        return JSONResponse(await offload(request, series_impl, self.provider, run, tag))
+        return await offload_json(request, series_impl, self.provider, run, tag)
