@@ -11,9 +11,11 @@ from tensorsight.data import InMemoryProvider
 def test_views_listing_has_builtins_in_tab_order(client):
     body = client.get("/api/views").json()
     names = [v["name"] for v in body["views"]]
-    assert names[:4] == ["scalars", "histograms", "images", "text"]
-    assert all(v["enabled"] for v in body["views"][:4])
-    assert all(v["has_data"] for v in body["views"][:4])
+    assert names[:5] == ["scalars", "histograms", "images", "audio", "text"]
+    views = {v["name"]: v for v in body["views"]}
+    for name in ("scalars", "histograms", "images", "text"):  # the fixture has no audio
+        assert views[name]["enabled"], name
+        assert views[name]["has_data"], name
 
 
 def test_a_broken_view_is_listed_disabled_not_fatal(provider):

@@ -356,6 +356,7 @@ def test_a_view_check_past_the_deadline_leaves_the_tab_enabled(comparison_logdir
         "enabled": True,
         "has_data": False,
         "reason": "no answer within the board's deadline",
+        "module": None,  # bundled with the board
     }
     assert views["scalars"]["enabled"]  # the other views were checked as usual
 
