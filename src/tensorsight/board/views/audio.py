@@ -15,13 +15,14 @@ import wave
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.board.errors import InvalidArgument, NotFound, PublicError
+from tensorsight.board.errors import NotFound, PublicError
 from tensorsight.board.views.base import (
     View,
     int_param,
     lookup,
     offload,
     require_param,
+    require_runs,
     tags_by_kind,
 )
 
@@ -200,13 +201,7 @@ class AudioView(View):
         from starlette.responses import JSONResponse
 
         tag = require_param(request, "tag")
-        runs = request.query_params.getlist("run")
-        if not runs:
-            msg = "Query parameter 'run' is required (one or more runs)."
-            raise InvalidArgument(msg)
-        if len(runs) > MAX_RUNS:
-            msg = f"Query parameter 'run': at most {MAX_RUNS} runs per request, got {len(runs)}."
-            raise InvalidArgument(msg)
+        runs = require_runs(request, MAX_RUNS)
         return JSONResponse(await offload(request, clips_impl, self.provider, tag, runs))
 
     async def _audio(self, request: Request) -> Response:

@@ -201,6 +201,21 @@ def require_param(request: Request, name: str) -> str:
     return value
 
 
+def require_runs(request: Request, limit: int) -> list[str]:
+    """The repeated ``run`` query parameter: at least one, at most ``limit``, or InvalidArgument."""
+    runs = request.query_params.getlist("run")
+    if not runs:
+        msg = "Query parameter 'run' is required (repeat it for several runs)."
+        raise InvalidArgument(msg)
+    if len(runs) > limit:
+        msg = (
+            f"Query parameter 'run': at most {limit} runs per request, got {len(runs)}. "
+            "Split the request."
+        )
+        raise InvalidArgument(msg)
+    return runs
+
+
 def float_param(request: Request, name: str) -> float | None:
     """An optional finite float query parameter."""
     raw = request.query_params.get(name)

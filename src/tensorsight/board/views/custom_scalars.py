@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorsight.board.errors import InvalidArgument
-from tensorsight.board.views.base import View, int_param, offload, require_param
+from tensorsight.board.views.base import View, int_param, offload, require_param, require_runs
 from tensorsight.board.views.scalars import MAX_WIDTH, X_AXES, _encode_values, series_impl
 from tensorsight.data import merge_layouts
 
@@ -176,14 +176,7 @@ def margin_impl(
 
 
 def _runs(request: Request) -> list[str]:
-    runs = request.query_params.getlist("run")
-    if not runs:
-        msg = "Query parameter 'run' is required (repeat it for several runs)."
-        raise InvalidArgument(msg)
-    if len(runs) > MAX_RUNS:
-        msg = f"Query parameter 'run': at most {MAX_RUNS} runs per request, got {len(runs)}."
-        raise InvalidArgument(msg)
-    return runs
+    return require_runs(request, MAX_RUNS)
 
 
 class CustomScalarsView(View):

@@ -14,8 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensorsight.board.errors import InvalidArgument
-from tensorsight.board.views.base import View, int_param, offload, require_param, tags_by_kind
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    offload,
+    require_param,
+    require_runs,
+    tags_by_kind,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -126,13 +132,7 @@ class PrCurvesView(View):
         from starlette.responses import JSONResponse
 
         tag = require_param(request, "tag")
-        runs = request.query_params.getlist("run")
-        if not runs:
-            msg = "Query parameter 'run' is required (one or more runs)."
-            raise InvalidArgument(msg)
-        if len(runs) > MAX_RUNS:
-            msg = f"Query parameter 'run': at most {MAX_RUNS} runs per request, got {len(runs)}."
-            raise InvalidArgument(msg)
+        runs = require_runs(request, MAX_RUNS)
         raw = request.query_params.get("step")
         step = None if raw in (None, "") else int_param(request, "step", 0, -(2**62), 2**62)
         return JSONResponse(await offload(request, curves_impl, self.provider, tag, runs, step))

@@ -25,6 +25,7 @@ from tensorsight.board.views.base import (
     offload,
     offload_json,
     require_param,
+    require_runs,
     tags_by_kind,
 )
 from tensorsight.data import downsample_indices
@@ -207,16 +208,7 @@ class ScalarsView(View):
         from starlette.responses import JSONResponse
 
         tag = require_param(request, "tag")
-        runs = request.query_params.getlist("run")
-        if not runs:
-            msg = "Query parameter 'run' is required (repeat it for several runs)."
-            raise InvalidArgument(msg)
-        if len(runs) > MAX_RUNS_PER_REQUEST:
-            msg = (
-                f"Query parameter 'run': at most {MAX_RUNS_PER_REQUEST} runs per request, "
-                f"got {len(runs)}. Split the request."
-            )
-            raise InvalidArgument(msg)
+        runs = require_runs(request, MAX_RUNS_PER_REQUEST)
         args = self._series_args(request)
         return JSONResponse(
             {"series": await offload(request, multi_impl, self.provider, runs, tag, **args)}
