@@ -194,3 +194,25 @@ def test_a_large_sum_whose_inputs_agree_is_an_error_in_statistics_mode():
     )
     assert out.verdict == "warning", out.reason
     assert "ill-conditioned" in out.reason
+
+
+def test_op_families_match_whole_words_not_substrings():
+    # a cast whose name holds "conv" sums nothing; a real convolution sums its last dim
+    from tensorsight.compare.budget import reduction_length
+
+    x = _row("input.0", 0.0)
+    out = _row("output.0", 0.0)
+    assert reduction_length("aten.convert_element_type.default", [x], out) == 1
+    assert reduction_length("aten.convolution.default", [x], out) == 32
+    assert reduction_length("Conv2D", [x], out) == 32  # MindSpore's kernel name
+
+
+def test_relu_is_not_judged_as_an_exponential():
+    # "elu" occurs in "relu": relu's output error was excused up to max|x| times its input's
+    u = 2.0**-8
+    ins = [_row("input.0", u / 4, op="aten.relu.default", min_bench=-100.0, max_bench=100.0)]
+    outs = [_row("output.0", 40 * u, op="aten.relu.default")]
+    _, [relu] = get_profile(None).judge_op("aten.relu.default", ins, outs, JudgeState())
+    _, [gelu] = get_profile(None).judge_op("aten.gelu.default", ins, outs, JudgeState())
+    assert relu.verdict == "error"
+    assert gelu.verdict != "error"

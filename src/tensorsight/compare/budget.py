@@ -53,6 +53,7 @@ differ (``warning``: fingerprints cannot agree across dtypes).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -76,26 +77,79 @@ __all__ = [
     "unit_roundoff",
 ]
 
+_WORD = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z0-9]+(?:[A-Z](?![a-z]))?")
+
+
+def _op_words(op: str) -> tuple[str, ...]:
+    """The lower-case words of an op's name, split at dots, underscores and camel case.
+
+    Example:
+        >>> _op_words("aten.native_layer_norm_backward.default")
+        ('aten', 'native', 'layer', 'norm', 'backward', 'default')
+        >>> _op_words("LayerNormGrad")
+        ('layer', 'norm', 'grad')
+    """
+    return tuple(w.lower() for w in _WORD.findall(op))
+
+
+def _family(*keys: str) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(k.split()) for k in keys)
+
+
+def _in_family(op: str, family: Sequence[tuple[str, ...]]) -> bool:
+    """Whether one of the family's keys (runs of whole words) occurs in the op's name.
+
+    Example:
+        >>> _in_family("aten.relu.default", _EXPLIKE), _in_family("aten.gelu.default", _EXPLIKE)
+        (False, True)
+    """
+    words = _op_words(op)
+    for key in family:
+        n = len(key)
+        if any(words[i : i + n] == key for i in range(len(words) - n + 1)):
+            return True
+    return False
+
+
 SAFETY = 4.0
 INHERITED_WARNING = 0.1
 U_ACC = 2.0**-24  # float32 accumulation
 AMP_CAP = 1e4
 
-_MATMUL = ("mm", "matmul", "linear", "addmm", "bmm", "baddbmm", "einsum", "conv", "dot", "mv")
-_CENTRING = ("layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "layernorm")
-_ADDITIVE = ("add", "sub", "sum", "mean", "cumsum", "var", "std", "norm")
+# Op families are matched by whole words of the op's name (``aten.native_layer_norm_backward``
+# -> native, layer, norm, backward; MindSpore's ``LayerNormGrad`` -> layer, norm, grad), never by
+# substring: "elu" is not relu, "exp" not expand, "max" not softmax, "conv" not convert.
+_MATMUL = _family(
+    "mm", "matmul", "mat mul", "linear", "addmm", "bmm", "baddbmm", "addbmm", "einsum", "conv",
+    "conv1d", "conv2d", "conv3d", "convolution", "dot", "mv", "addmv", "gemm", "tensordot",
+)  # fmt: skip
+_CENTRING = _family(
+    "layer norm", "batch norm", "group norm", "instance norm", "rms norm", "layernorm",
+    "batchnorm", "groupnorm", "rmsnorm", "layer normalization", "batch normalization",
+    "group normalization", "instance normalization",
+)  # fmt: skip
+_ADDITIVE = _family(
+    "add", "sub", "subtract", "sum", "nansum", "mean", "nanmean", "cumsum", "var", "std", "norm",
+    "reduce sum", "reduce mean", "reducesum", "reducemean",
+)  # fmt: skip
 # base names of sums and their relatives: what cancellation can make ill-conditioned
 _ADDITIVE_BASES = frozenset(
     {"add", "sub", "sum", "nansum", "mean", "nanmean", "cumsum", "var", "std", "var_mean",
      "std_mean", "norm", "linalg_vector_norm", "frobenius_norm"}
 )  # fmt: skip
-_PIECEWISE = ("relu", "threshold", "max", "min", "hardtanh", "clamp", "where", "dropout", "sign")
+_PIECEWISE = _family(
+    "relu", "relu6", "threshold", "max", "min", "amax", "amin", "maximum", "minimum", "hardtanh",
+    "clamp", "where", "dropout", "sign", "abs",
+)  # fmt: skip
 # dtype conversions: one-sided in every autocast run, so not a structural difference
 _CASTS = (
     "_to_copy", "aten.to.", "convert_element_type", "type_as", "Tensor.to.", "Tensor.float.",
     "Tensor.half.", "Tensor.bfloat16.", "Tensor.double.", "Tensor.type.", "npu_format_cast",
 )  # fmt: skip
-_EXPLIKE = ("exp", "softmax", "sigmoid", "tanh", "silu", "gelu", "elu", "erf", "pow", "log")
+_EXPLIKE = _family(
+    "exp", "softmax", "sigmoid", "tanh", "silu", "gelu", "elu", "celu", "selu", "erf", "pow",
+    "log", "logsumexp", "softplus", "mish", "exp2", "expm1", "log1p", "log2", "log10",
+)  # fmt: skip
 
 
 def unit_roundoff(dtype: str | None) -> float:
@@ -158,9 +212,8 @@ def _numel(shape: tuple[int, ...] | None) -> int:
 
 def reduction_length(op: str, inputs: Sequence[OpComparison], out: OpComparison) -> int:
     """Elements summed into one output element (1 for elementwise ops)."""
-    name = op.lower()
     first = inputs[0].shape_bench if inputs else None
-    if any(k in name for k in _MATMUL) and first:
+    if _in_family(op, _MATMUL) and first:
         return max(1, first[-1])
     if inputs:
         n_in = max(_numel(r.shape_bench) for r in inputs)
@@ -360,25 +413,25 @@ def _row_std(row: OpComparison) -> float | None:
 def _amplification(op: str, inp: OpComparison, out: OpComparison, *, cap: bool = True) -> float:
     name = op.lower()
     amp = 1.0
-    if any(k in name for k in _CENTRING) and out.tensor == "output.1" and "native" in name:
+    if _in_family(op, _CENTRING) and out.tensor == "output.1" and "native" in name:
         # native_layer_norm's (and batch/group norm's) saved mean: a sum, so cancellation
         ri = _row_rms(inp)
         ro = _row_rms(out)
         if ri is not None and ro:
             amp = max(1.0, ri / ro)
-    elif any(k in name for k in _CENTRING):
+    elif _in_family(op, _CENTRING):
         rms = _row_rms(inp)
         std = _row_std(inp)
         if rms and std:
             amp = rms / std
-    elif any(k in name for k in _EXPLIKE):
+    elif _in_family(op, _EXPLIKE):
         mags = [abs(v) for v in (inp.min_bench, inp.max_bench) if v is not None]
         mags = [m for m in mags if math.isfinite(m)]
         if mags:
             amp = max(1.0, max(mags))
         elif inp.mean_bench is not None and inp.std_bench is not None:
             amp = max(1.0, abs(inp.mean_bench) + 4 * inp.std_bench)
-    elif any(k in name for k in _ADDITIVE):
+    elif _in_family(op, _ADDITIVE):
         ri = _row_rms(inp)
         ro = _row_rms(out)
         if ri is not None and ro:
@@ -680,7 +733,7 @@ class BudgetProfile:
             rep = state.reproduce(row.index, row.index_target, row.tensor)
         if rep is not None and rep.bench <= tol and rep.target <= tol:
             return row.with_verdict(_reproduced(row, rep, e, budget, e_in, gain))
-        if saved > 0 and any(k in op.lower() for k in _PIECEWISE):
+        if saved > 0 and _in_family(op, _PIECEWISE):
             reason = (
                 f"{_cap(error_name(row))} {_fmt(e)} exceeds its budget {_fmt(budget)}, "
                 "but this is the backward of a "
