@@ -62,3 +62,18 @@ def test_no_op():
     check(
         ReplaceMapLocationRule, 'import torch\nt = torch.load("a.pt", map_location="cpu")\n', None
     )
+
+
+def test_a_cuda_location_dict_reached_through_a_name_is_reported():
+    # pytorch/examples' DDP tutorial shape: the dict is built first, then passed by name
+    src = """\
+        import torch
+        def load(rank, path):
+            map_location = {"cuda:%d" % 0: "cuda:%d" % rank}
+            return torch.load(path, map_location=map_location)
+        other = {"cuda:0": "cuda:1"}  # never a map_location: left alone
+        """
+    out = check(ReplaceMapLocationRule, src, None, statuses=[(RULE_ID, "manual")])
+    compile(out.new_code, "t.py", "exec")
+    [row] = out.sites
+    assert row.line == 3

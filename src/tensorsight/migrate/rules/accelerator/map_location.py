@@ -7,7 +7,8 @@ Example::
         torch.load(path, map_location=f"{_device.type}:{i}" if _device.type != "cpu" else _device)
     torch.load(path, map_location=lambda s, l: s.cuda())   # manual: use map_location=_device
 
-A dict of locations or a ``%``-formatted location that names CUDA is reported.
+A dict of locations or a ``%``-formatted location that names CUDA is reported, also where
+it is assigned to a name that a load then passes as ``map_location=``.
 Checkpoints saved on CUDA and loaded without ``map_location`` fail on a machine without
 CUDA; such calls get ``map_location=_device`` added.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate._flow import cst_slot
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, cuda_string, device_expr, keyword
 from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
@@ -35,6 +37,17 @@ class ReplaceMapLocationRule(MigrationRule):
     DESCRIPTION = DESCRIPTION
     TRIGGERS = ("torch.load", "load(")
     TOKENS = (Need.api("torch.load"),)
+
+    def leave_Assign(
+        self, original: cst.Assign, updated: cst.Assign, ctx: RuleContext
+    ) -> cst.BaseSmallStatement | None:
+        # `loc = {"cuda:%d" % 0: "cuda:%d" % rank}` ... `torch.load(p, map_location=loc)`
+        if len(original.targets) != 1 or not _cuda_inside(original.value):
+            return None
+        slot = cst_slot(original.targets[0].target)
+        if slot is not None and slot in ctx.flow.map_location_slots:
+            _report_cuda_locations(self, ctx, original.value)
+        return None
 
     def leave_Call(
         self, original: cst.Call, updated: cst.Call, ctx: RuleContext
@@ -56,14 +69,7 @@ class ReplaceMapLocationRule(MigrationRule):
                 )
                 return None
             if _cuda_inside(arg.value):  # {"cuda:0": "cuda:%d" % rank}, "cuda:%d" % i
-                ctx.report(
-                    self,
-                    arg.value,
-                    status="manual",
-                    api="torch.load(map_location)",
-                    message="This location names CUDA devices: map onto the prologue device "
-                    '(`f"{_device.type}:{i}" if _device.type != "cpu" else _device`).',
-                )
+                _report_cuda_locations(self, ctx, arg.value)
                 return None
             index = _index(arg.value)
             want = "device" if index is None else "str"
@@ -114,6 +120,17 @@ _DRIFT = (
     '(before, they stayed on the CPU); load with map_location="cpu" and move what you need '
     "if the code relies on CPU tensors."
 )
+
+
+def _report_cuda_locations(rule: MigrationRule, ctx: RuleContext, node: cst.CSTNode) -> None:
+    ctx.report(
+        rule,
+        node,
+        status="manual",
+        api="torch.load(map_location)",
+        message="This location names CUDA devices: map onto the prologue device "
+        '(`f"{_device.type}:{i}" if _device.type != "cpu" else _device`).',
+    )
 
 
 def _index(node: cst.BaseExpression) -> str | None:
