@@ -27,7 +27,10 @@ export async function start(root: HTMLElement): Promise<void> {
 
   async function show(name: string): Promise<void> {
     currentName = name;
-    for (const b of tabs.querySelectorAll("button")) b.classList.toggle("selected", b.dataset.view === name);
+    for (const b of tabs.querySelectorAll("button")) {
+      b.classList.toggle("selected", b.dataset.view === name);
+      if (b.dataset.view === name) b.scrollIntoView({ block: "nearest", inline: "nearest" });
+    }
     current?.dispose();
     current = null;
     main.replaceChildren();
@@ -62,10 +65,12 @@ export async function start(root: HTMLElement): Promise<void> {
       const runs = await getJson<RunsResponse>("/api/runs");
       const changed = state.update(runs);
       status.textContent = `${runs.runs.length} runs · updated ${new Date().toLocaleTimeString()}`;
+      status.title = status.textContent;
       status.classList.remove("error-text");
       if (changed) state.emit("data");
     } catch (err) {
       status.textContent = `server unreachable: ${String(err)}`;
+      status.title = status.textContent;
       status.classList.add("error-text");
     }
   }
