@@ -52,6 +52,7 @@ differ (``warning``: fingerprints cannot agree across dtypes).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -80,6 +81,7 @@ __all__ = [
 _WORD = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z0-9]+(?:[A-Z](?![a-z]))?")
 
 
+@functools.lru_cache(maxsize=4096)  # a dump repeats a few hundred op names thousands of times
 def _op_words(op: str) -> tuple[str, ...]:
     """The lower-case words of an op's name, split at dots, underscores and camel case.
 
