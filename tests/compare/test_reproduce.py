@@ -134,8 +134,9 @@ def test_unknown_ops_and_mismatched_tensors_give_no_answer():
     x = {"input.0": np.ones(3)}
     assert reproduce("aten.cumprod.default", "output.0", x, {"output.0": x["input.0"]}, x,
                      x["input.0"]) is None  # fmt: skip
-    assert reproduce("Functional.div.0.forward", "output.0", x, {"output.0": x["input.0"]}, x,
-                     x["input.0"]) is None  # fmt: skip
+    for name in ("MyLib.div", "Tensor.__rtruediv__.0.forward", "Functional.relu.0.backward"):
+        assert reproduce(name, "output.0", x, {"output.0": x["input.0"]}, x,
+                         x["input.0"]) is None  # fmt: skip
     assert reproduce("aten.div.Tensor", "output.0", x, {"output.0": np.ones(4)}, x,
                      np.ones(4)) is None  # fmt: skip
 
@@ -226,3 +227,53 @@ def test_an_input_of_unknown_origin_is_a_warning_and_a_produced_one_is_inherited
     assert "inherited from op #5" in row.reason
     [row], _ = prof.judge_op("aten.add_.Tensor", [_row("input.1", 0.5)], [], JudgeState())
     assert row.verdict == "error"  # without data flow: nothing explains it
+
+
+@pytest.mark.parametrize(
+    ("op", "tensor"),
+    [
+        ("aten.convolution_backward.default", "output.2"),
+        ("Functional.conv2d.0.backward", "output.2"),
+        ("Functional.linear.3.backward", "output.0"),
+    ],
+)
+def test_a_bias_gradient_that_cancels_to_noise_reproduces_on_each_side(op, tensor):
+    # grad_output of a conv followed by BatchNorm: each channel sums to ~0 in exact
+    # arithmetic, so the two runs' bias gradients are unrelated rounding noise
+    rng = np.random.default_rng(1)
+    g = rng.standard_normal((2, 3, 4, 4)).astype(F32)
+    g_b = (g - g.mean(axis=(0, 2, 3), keepdims=True)).astype(F32)
+    g_t = (g_b + rng.standard_normal(g.shape).astype(F32) * F32(3e-3)).astype(F32)
+    g_t = (g_t - g_t.mean(axis=(0, 2, 3), keepdims=True)).astype(F32)
+    out_b, out_t = g_b.sum(axis=(0, 2, 3)), g_t.sum(axis=(0, 2, 3))
+    assert np.linalg.norm(out_t - out_b) > 0.5 * np.linalg.norm(out_b)  # normwise: "differs"
+    rep = reproduce(
+        op, tensor, _f64(**{"input.0": g_b}), _f64(**{tensor: out_b}), _f64(**{"input.0": g_t}),
+        out_t.astype(np.float64),
+    )  # fmt: skip
+    assert rep is not None
+    assert rep.bench < 2.0**-20
+    assert rep.target < 2.0**-20
+    assert rep.how == "over dims [0, 2, 3]"
+    # a target whose bias gradient is not the sum of its own grad_output does not reproduce
+    bad = reproduce(
+        op, tensor, _f64(**{"input.0": g_b}), _f64(**{tensor: out_b}), _f64(**{"input.0": g_t}),
+        (2 * out_t + 1e-3).astype(np.float64),
+    )  # fmt: skip
+    assert bad is not None
+    assert bad.target > 100 * 2.0**-24  # relative to the sum of |terms|: far above rounding
+    # the backward's other gradients (grad_input, grad_weight) are no reductions of it
+    w = _f64(**{"output.1": np.ones((3, 2, 3, 3))})
+    assert reproduce(op, "output.1", _f64(**{"input.0": g_b}), w, _f64(**{"input.0": g_t}),
+                     np.ones((3, 2, 3, 3))) is None  # fmt: skip
+
+
+def test_msprobe_and_api_level_names_use_the_aten_models():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal(8)
+    for op in ("Tensor.__truediv__.1.forward", "Tensor.div_.0.forward", "torch.Tensor.div"):
+        rep = reproduce(op, "output.0", {"input.0": a}, {"output.0": a / 3}, {"input.0": a},
+                        a / 3)  # fmt: skip
+        assert rep is not None, op
+        assert rep.target < 1e-15
+        assert "0.3333" in rep.how

@@ -66,6 +66,49 @@ def _family(op: str) -> tuple[str, str]:
     return name, overload
 
 
+# msprobe's API-level names (``Tensor.__truediv__.1.forward``): the operators whose
+# evaluation model is one of the aten ones (reflected forms that swap operands excluded)
+_DUNDERS = {
+    "__add__": "add", "__iadd__": "add", "__radd__": "add", "__sub__": "sub",
+    "__isub__": "sub", "__mul__": "mul", "__imul__": "mul", "__rmul__": "mul",
+    "__truediv__": "div", "__itruediv__": "div", "__div__": "div", "__matmul__": "matmul",
+}  # fmt: skip
+_API_PREFIXES = ("Tensor", "Torch", "Functional", "Aten", "NPU")
+# the backward of an op with a bias: the bias gradient sums grad_output (``input.0``)
+_BIAS_GRAD = frozenset(
+    {"convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+     "conv_transpose3d", "linear", "addmm"}
+)  # fmt: skip
+
+
+def _spec_name(op: str) -> str | None:
+    """The evaluation model's name for an aten op, an msprobe API call or one of our API-level
+    calls, ``None`` for any other name: ``aten.add_.Tensor``, ``Tensor.add_.3.forward`` and
+    ``torch.Tensor.add`` -> ``add``; ``aten.convolution_backward.default`` and
+    ``Functional.conv2d.0.backward`` -> ``bias_grad``."""
+    if op.startswith("aten."):
+        name = _family(op)[0]
+        if name.endswith("_backward") and name.removesuffix("_backward") in _BIAS_GRAD:
+            return "bias_grad"
+        return name
+    parts = op.split(".")
+    if len(parts) >= 2 and parts[0] == "torch":  # level="api": torch.Tensor.add, torch.matmul
+        api = parts[-1]
+    elif len(parts) == 4 and parts[0] in _API_PREFIXES and parts[2].isdigit():
+        api, direction = parts[1], parts[3]
+        if direction == "backward":
+            return "bias_grad" if api in _BIAS_GRAD else None
+        if direction != "forward":
+            return None
+    else:
+        return None
+    if api in _DUNDERS:
+        return _DUNDERS[api]
+    if api.startswith("__"):
+        return None  # __rsub__, __rtruediv__: operands swapped
+    return api[:-1] if len(api) > 1 and api.endswith("_") else api
+
+
 def _fit(y: np.ndarray, base: np.ndarray, term: np.ndarray) -> float:
     """Least-squares ``c`` in ``y ~ base + c * term``."""
     tt = float(np.vdot(term.ravel(), term.ravel()))
@@ -286,6 +329,10 @@ _SPECS: dict[str, Callable[[Arrays, np.ndarray, str], Iterator[tuple[Model, str]
     "mm": _matmul,
     "bmm": _matmul,
     "addmm": _matmul,
+    "matmul": _matmul,
+    # any output of the backward that is grad_output reduced (the bias gradient; the other
+    # gradients are not reductions of it, so no candidate fits them)
+    "bias_grad": _reduction(False),
 }
 KNOWN_OPS = frozenset(_SPECS)
 
@@ -384,7 +431,7 @@ def _recorded(
                     yield norm, f"normalized_shape={shape}, eps={eps:.3g} {rec}"
 
 
-_ONE_OUTPUT = KNOWN_OPS - {"native_layer_norm"}
+_ONE_OUTPUT = KNOWN_OPS - {"native_layer_norm", "bias_grad"}
 
 
 def _rel(y: np.ndarray, value: np.ndarray, mag: np.ndarray) -> float:
@@ -410,7 +457,8 @@ def reproduce(
     """Evaluate ``op`` in float64 on each side's own inputs (module docstring).
 
     Args:
-        op: The aten op name (``aten.addcdiv_.default``).
+        op: The aten op name (``aten.addcdiv_.default``) or msprobe API name
+            (``Tensor.addcdiv_.0.forward``, ``Functional.conv2d.0.backward``).
         tensor: The output judged (``output.0``).
         bench_inputs: The bench op's input tensors by row name (``input.0``), float64.
         bench_outputs: The bench op's output tensors by row name, float64.
@@ -423,12 +471,12 @@ def reproduce(
         The evaluation model that best reproduces the bench, applied to both sides, or
         ``None`` when the op is not known here or the tensors do not fit it.
     """
-    if not op.startswith("aten."):
+    name = _spec_name(op)
+    if name is None or name not in _SPECS:
         return None
-    name, _ = _family(op)
-    spec = _SPECS.get(name)
+    spec = _SPECS[name]
     y = bench_outputs.get(tensor)
-    if spec is None or y is None or (name in _ONE_OUTPUT and tensor != "output.0"):
+    if y is None or (name in _ONE_OUTPUT and tensor != "output.0"):
         return None
     if set(bench_inputs) != set(target_inputs) or "input.0" not in bench_inputs:
         return None
@@ -480,7 +528,7 @@ class Reproducer:
 
     def _run(self, index: int, index_target: int, tensor: str) -> Reproduction | None:
         b_op, t_op = self._bench_ops.get(index), self._target_ops.get(index_target)
-        if b_op is None or t_op is None or _family(b_op.op)[0] not in KNOWN_OPS:
+        if b_op is None or t_op is None or _spec_name(b_op.op) not in KNOWN_OPS:
             return None
         t_out = next((t for t in t_op.outputs if t.tensor == tensor), None)
         if t_out is None:
