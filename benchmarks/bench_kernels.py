@@ -1,8 +1,9 @@
 """kernels: each loop of the two C kernels that this CPU runs, against ``numpy.sum``.
 
-One thread, one call over the same data for every case, so the loops (``avx512``, ``avx2``,
-``portable``; forced with :func:`build`, not through ``$TENSORSIGHT_KERNEL``) compare with
-each other and with ``numpy.sum`` over the same bytes:
+One thread, one call over the same data for every case, timed in this thread's CPU time
+(``time.thread_time``: other processes on a shared machine barely move it), so the loops
+(``avx512``, ``avx2``, ``portable``; forced with :func:`build`, not through
+``$TENSORSIGHT_KERNEL``) compare with each other and with ``numpy.sum`` over the same bytes:
 
 - the metric kernel (``compare/metrics/_kernel.c``, all 16 metrics of a float32 pair in one
   pass; ``bench_compare`` times it on every thread and end to end);
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import platform
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,7 @@ import numpy as np
 from benchmarks.harness import Harness
 
 _FEATURES = ("avx2", "fma", "avx512f", "avx512dq")
+CPU = time.thread_time  # every case runs in this thread
 
 
 def cpu_line() -> str:
@@ -71,7 +74,9 @@ def run(h: Harness) -> None:
     pair = 2 * bench.nbytes
     rounds: dict[str, float] = {}
     for _ in range(h.repeat):  # interleaved, so load from other processes hits every case
-        s = h.measure("numpy.sum, float32 pair", lambda: (bench.sum(), target.sum()), repeat=1)
+        s = h.measure(
+            "numpy.sum, float32 pair", lambda: (bench.sum(), target.sum()), repeat=1, clock=CPU
+        )
         for isa in loops:
             k = _native.build(isa)
             assert k is not None
@@ -79,6 +84,7 @@ def run(h: Harness) -> None:
                 f"metric kernel, {isa}",
                 lambda k=k: k.f32(target.ctypes.data, bench.ctypes.data, n, *params),
                 repeat=1,
+                clock=CPU,
             )
             fns = _stats_native.build(isa)
             assert fns is not None
@@ -88,15 +94,16 @@ def run(h: Harness) -> None:
                     f"stats kernel, {dtype}, {isa}",
                     lambda fn=fn, a=a: fn(a.ctypes.data, a.size, out),
                     repeat=1,
+                    clock=CPU,
                 )
         for dtype, a in buffers.items():
-            h.measure(f"numpy.sum, {dtype}", lambda a=a: a.sum(), repeat=1)
+            h.measure(f"numpy.sum, {dtype}", lambda a=a: a.sum(), repeat=1, clock=CPU)
     rounds["pair"] = s.median
     auto = _native.load()
     h.note(cpu_line())
     h.note(
         f"auto runs {auto.isa if auto is not None else 'numpy (TENSORSIGHT_KERNEL=numpy)'}; "
-        f"data: 2 x {n:,} float32 = {pair / 1e6:.0f} MB, one thread"
+        f"data: 2 x {n:,} float32 = {pair / 1e6:.0f} MB, one thread, timed in its CPU time"
     )
     for isa in loops:
         k = h.results[f"metric kernel, {isa}"].median

@@ -67,15 +67,20 @@ class Harness:
         *,
         repeat: int | None = None,
         setup: Callable[[], object] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> Result:
-        """Time ``fn()`` ``repeat`` times in this process (``setup()`` runs untimed before each)."""
+        """Time ``fn()`` ``repeat`` times in this process (``setup()`` runs untimed before each).
+
+        ``clock`` is wall time by default; single-threaded cases pass ``time.thread_time``
+        (this thread's CPU time), which other processes' load on a shared machine barely moves.
+        """
         result = self.results.setdefault(label, Result(label))
         for _ in range(repeat or self.repeat):
             if setup is not None:
                 setup()
-            start = time.perf_counter()
+            start = clock()
             fn()
-            result.seconds.append(time.perf_counter() - start)
+            result.seconds.append(clock() - start)
         return result
 
     def measure_command(
