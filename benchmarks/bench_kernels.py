@@ -7,7 +7,7 @@ One thread, one call over the same data for every case, timed in this thread's C
 
 - the metric kernel (``compare/metrics/_kernel.c``, all 16 metrics of a float32 pair in one
   pass; ``bench_compare`` times it on every thread and end to end);
-- the dump statistics kernel (``capture/_stats_kernel.c``: min, max, sum, sum of squares of
+- the dump statistics kernel (``dumpformat/_stats_kernel.c``: min, max, sum, sum of squares of
   a float32 and a bfloat16 buffer).
 
 The note lines name the CPU, its vector features and the loop ``auto`` picks. On a CPU with
@@ -52,8 +52,8 @@ def cpu_line() -> str:
 def run(h: Harness) -> None:
     """Every loop of each kernel the CPU runs, then numpy.sum on the same bytes."""
     from tensorsight import _cbuild
-    from tensorsight.capture import _stats_native
     from tensorsight.compare.metrics import _native
+    from tensorsight.dumpformat import _stats_native
 
     found = _native.features()
     if found is None:

@@ -37,7 +37,7 @@ CHILD = textwrap.dedent(
     from numpy._core._multiarray_umath import __cpu_features__ as numpy_cpu
     assert numpy_cpu["AVX2"] and not numpy_cpu["AVX512F"], "not an AVX2-only CPU"
 
-    from tensorsight.capture import _stats_native
+    from tensorsight.dumpformat import _stats_native
     from tensorsight.compare.metrics import KERNEL_KEYS, _native, compare_arrays
 
     kernel = _native.load()
@@ -78,8 +78,9 @@ CHILD = textwrap.dedent(
 def test_the_compiled_parts_run_on_an_avx2_only_cpu(tmp_path):
     # the libraries are built here first (natively, fast), so the emulated CPU loads what
     # this machine cached, as a second machine sharing a home folder or an image would
-    from tensorsight.capture import _native_capture, _stats_native
+    from tensorsight.capture import _native_capture
     from tensorsight.compare.metrics import _native
+    from tensorsight.dumpformat import _stats_native
 
     if _native.load() is None or _stats_native.load() is None:
         pytest.skip("C kernels off (no compiler, or TENSORSIGHT_KERNEL=numpy)")

@@ -178,8 +178,9 @@ def test_kernel_path_follows_the_environment_and_the_cpu(monkeypatch, caplog):
 def test_numeric_kernels_are_built_for_the_baseline_not_this_cpu():
     """The loop is chosen at run time (cpuid), so a cached library runs on any CPU of the
     architecture: no -march/-mcpu flag may tie it to the machine that built it."""
-    from tensorsight.capture import _native_capture, _stats_native
+    from tensorsight.capture import _native_capture
     from tensorsight.compare.metrics import _native
+    from tensorsight.dumpformat import _stats_native
 
     for flags in (_native._FLAGS, _stats_native._FLAGS, _native_capture._FLAGS):
         assert not [f for f in flags if f.startswith(("-march", "-mcpu", "-mtune", "-mavx"))]
@@ -191,8 +192,8 @@ def test_only_the_avx_loops_hold_avx_instructions():
     import platform
     import re
 
-    from tensorsight.capture import _stats_native
     from tensorsight.compare.metrics import _native
+    from tensorsight.dumpformat import _stats_native
 
     objdump = shutil.which("objdump")
     if platform.machine() not in ("x86_64", "AMD64") or objdump is None:

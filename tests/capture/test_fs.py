@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tensorsight.capture import _fs
+from tensorsight.dumpformat import _fs
 
 LINUX = sys.platform.startswith("linux")
 

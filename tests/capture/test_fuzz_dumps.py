@@ -30,7 +30,8 @@ import numpy as np
 import pytest
 
 import tensorsight
-from tensorsight.capture import DumpManifest, _table, read_dump
+from tensorsight.capture import DumpManifest, read_dump
+from tensorsight.dumpformat import _table
 from tensorsight.errors import DumpFormatError, SchemaVersionError
 
 torch = pytest.importorskip("torch")
@@ -304,7 +305,7 @@ def test_fuzz_own_manifest(own_dump):
 
 def _pyarrow_table(step_dir: Path) -> bytes:
     """The same op table written by pyarrow, zstd-compressed with dictionaries."""
-    from tensorsight.capture.schema import COLUMNS
+    from tensorsight.dumpformat.schema import COLUMNS
 
     rows = [tuple(r.get(c) for c in COLUMNS) for r in _table.read_rows(step_dir)]
     return bytes(_table._pyarrow_parquet(list(zip(*rows, strict=True)), big=True))
@@ -328,7 +329,7 @@ def test_fuzz_own_op_table(own_dump):
         file.write_bytes(ours)
     # the log a run that stopped mid-step leaves, read when there is no Parquet file
     log = step_dir / _table.LOG_NAME
-    from tensorsight.capture.schema import COLUMNS
+    from tensorsight.dumpformat.schema import COLUMNS
 
     lines = [
         _table.encode_line(tuple(r.get(c) for c in COLUMNS)) for r in _table.read_rows(step_dir)

@@ -18,8 +18,8 @@ import pytest
 
 import tensorsight
 from tensorsight.capture import read_dump
-from tensorsight.capture._safetensors import MAX_HEADER_BYTES
 from tensorsight.cli import main
+from tensorsight.dumpformat._safetensors import MAX_HEADER_BYTES
 from tensorsight.errors import DumpFormatError
 
 torch = pytest.importorskip("torch")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 
-from tensorsight.capture.schema import DumpManifest, StepInfo, step_json
-from tensorsight.capture.writer import base_manifest
+from tensorsight.dumpformat.schema import DumpManifest, StepInfo, step_json
+from tensorsight.dumpformat.writer import base_manifest
 
 
 def _plain(m: DumpManifest) -> str:
@@ -39,8 +39,8 @@ def test_same_text_as_json_dumps_of_the_whole_manifest():
 
 def test_the_writer_encodes_each_step_once(tmp_path):
     """A step already written reuses its text (the same object); a changed one is new."""
-    from tensorsight.capture import _np_stats
-    from tensorsight.capture.writer import DumpWriter
+    from tensorsight.dumpformat import _np_stats
+    from tensorsight.dumpformat.writer import DumpWriter
 
     dw = DumpWriter(tmp_path / "rank0", _manifest(), to_bytes=_np_stats.array_bytes)
     try:

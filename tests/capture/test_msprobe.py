@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tensorsight.capture import format_inspection, inspect_dump, read_dump
-from tensorsight.capture.msprobe import module_path_of
+from tensorsight.dumpformat.msprobe import module_path_of
 from tensorsight.errors import DumpFormatError
 
 

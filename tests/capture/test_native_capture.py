@@ -15,8 +15,8 @@ import torch
 
 import tensorsight
 from tensorsight.capture import _native_capture
-from tensorsight.capture.reader import read_dump
-from tensorsight.capture.schema import OpRecord
+from tensorsight.dumpformat.reader import read_dump
+from tensorsight.dumpformat.schema import OpRecord
 
 NATIVE = _native_capture.load()
 needs_native = pytest.mark.skipif(

@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from tensorsight.capture import _parquet, _table
-from tensorsight.capture.schema import COLUMNS
+from tensorsight.dumpformat import _parquet, _table
+from tensorsight.dumpformat.schema import COLUMNS
 
 pq = pytest.importorskip("pyarrow.parquet")
 

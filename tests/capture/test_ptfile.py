@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tensorsight.capture import read_dump
-from tensorsight.capture._ptfile import read_pt
+from tensorsight.dumpformat._ptfile import read_pt
 
 DTYPES = [
     torch.float64,
@@ -310,7 +310,7 @@ def test_an_archive_with_a_comment_is_still_read(tmp_path):
 
 def test_same_pickles_parse_once_and_bad_ones_are_not_remembered(tmp_path):
     """Tensors of one shape and dtype pickle alike: the second file reuses the parse."""
-    from tensorsight.capture import _ptfile
+    from tensorsight.dumpformat import _ptfile
 
     _ptfile._SPECS.clear()
     for i in range(3):

@@ -11,7 +11,7 @@ import torch
 
 import tensorsight
 from tensorsight.capture import DumpManifest, read_dump
-from tensorsight.capture._safetensors import ShardEntry, ShardFile, to_float32, write_shard
+from tensorsight.dumpformat._safetensors import ShardEntry, ShardFile, to_float32, write_shard
 from tensorsight.errors import DumpFormatError, InputFileError, SchemaVersionError
 
 

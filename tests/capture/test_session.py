@@ -17,7 +17,8 @@ import pytest
 import torch
 
 import tensorsight
-from tensorsight.capture import DumpManifest, _table, read_dump
+from tensorsight.capture import DumpManifest, read_dump
+from tensorsight.dumpformat import _table
 from tensorsight.errors import CaptureError, DumpFormatError, UsageError
 from tests.capture.conftest import train_step
 
@@ -324,8 +325,8 @@ def test_session_misuse(tmp_path):
 
 
 def test_writer_error_surfaces_on_the_recording_thread(tmp_path):
-    from tensorsight.capture import _np_stats
-    from tensorsight.capture.writer import DumpWriter, base_manifest
+    from tensorsight.dumpformat import _np_stats
+    from tensorsight.dumpformat.writer import DumpWriter, base_manifest
 
     m = base_manifest(
         mode="tensor", level="op", framework="numpy", framework_version=np.__version__,

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import tensorsight
-from tensorsight.capture import read_dump, writer
-from tensorsight.capture._safetensors import ShardFile, ShardStream
+from tensorsight.capture import read_dump
+from tensorsight.dumpformat import writer
+from tensorsight.dumpformat._safetensors import ShardFile, ShardStream
 
 torch = pytest.importorskip("torch")
 
@@ -76,7 +77,7 @@ def _aligned(nbytes: int) -> np.ndarray:
 
 
 def _direct_supported(folder) -> bool:
-    from tensorsight.capture import _fs
+    from tensorsight.dumpformat import _fs
 
     probe = folder / "probe"
     probe.write_bytes(b"")
@@ -90,7 +91,7 @@ def _direct_supported(folder) -> bool:
 
 
 def test_large_aligned_tensors_skip_the_page_cache_and_read_back_exactly(tmp_path):
-    from tensorsight.capture._safetensors import DIRECT_MIN_BYTES
+    from tensorsight.dumpformat._safetensors import DIRECT_MIN_BYTES
 
     big = _aligned(DIRECT_MIN_BYTES * 2)  # aligned address, size a multiple of 4 KiB
     odd = _aligned(DIRECT_MIN_BYTES + 100)  # aligned head, a 100-byte tail
@@ -117,7 +118,7 @@ def test_without_direct_io_or_when_refused_everything_goes_through_the_page_cach
     import errno
     import os
 
-    from tensorsight.capture import _fs
+    from tensorsight.dumpformat import _fs
 
     big = _aligned(4 << 20)
     # a file system without O_DIRECT
@@ -148,7 +149,7 @@ def test_a_full_disk_during_a_direct_write_is_an_error_not_a_fallback(tmp_path, 
     import errno
     import os
 
-    from tensorsight.capture import _fs
+    from tensorsight.dumpformat import _fs
 
     if not _direct_supported(tmp_path):
         pytest.skip("no direct I/O on this file system")
@@ -165,7 +166,7 @@ def test_a_full_disk_during_a_direct_write_is_an_error_not_a_fallback(tmp_path, 
 
 
 def test_tensor_mode_writes_large_copies_directly_and_reads_them_back(tmp_path, monkeypatch):
-    from tensorsight.capture import _fs
+    from tensorsight.dumpformat import _fs
 
     if not _direct_supported(tmp_path):
         pytest.skip("no direct I/O on this file system")

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from tensorsight import _cbuild
-from tensorsight.capture import _stats_native, _torch_stats
-from tensorsight.capture._np_stats import array_stats
+from tensorsight.capture import _torch_stats
 from tensorsight.capture._torch_stats import stats_tensor
+from tensorsight.dumpformat import _stats_native
+from tensorsight.dumpformat._np_stats import array_stats
 
 torch = pytest.importorskip("torch")
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from tensorsight.capture import _table
-from tensorsight.capture.schema import COLUMNS
+from tensorsight.dumpformat import _table
+from tensorsight.dumpformat.schema import COLUMNS
 
 pytest.importorskip("pyarrow")
 

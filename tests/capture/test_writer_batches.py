@@ -9,7 +9,7 @@ import pytest
 
 import tensorsight
 from tensorsight.capture import read_dump
-from tensorsight.capture.writer import BATCH_ROWS
+from tensorsight.dumpformat.writer import BATCH_ROWS
 
 torch = pytest.importorskip("torch")
 
@@ -68,7 +68,7 @@ def test_tensor_mode_values_round_trip_across_steps_and_shards(tmp_path):
 
 
 def test_row_back_pressure_keeps_every_row(tmp_path, monkeypatch):
-    from tensorsight.capture import writer
+    from tensorsight.dumpformat import writer
 
     monkeypatch.setattr(writer, "MAX_QUEUE_ROWS", 3)  # the recorder waits almost every batch
     monkeypatch.setattr(writer, "BATCH_ROWS", 2)
@@ -85,8 +85,8 @@ def test_row_back_pressure_keeps_every_row(tmp_path, monkeypatch):
 def test_the_manifest_catches_up_between_steps_without_a_close(tmp_path, monkeypatch):
     import time
 
-    from tensorsight.capture import writer
-    from tensorsight.capture.schema import DumpManifest
+    from tensorsight.dumpformat import writer
+    from tensorsight.dumpformat.schema import DumpManifest
 
     monkeypatch.setattr(writer, "MANIFEST_SECS", 0.05)
     d = tensorsight.dump(tmp_path / "d", level="op").start()

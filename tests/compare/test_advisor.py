@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from tensorsight.capture.writer import base_manifest
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.result import OpComparison
+from tensorsight.dumpformat.writer import base_manifest
 
 
 def _manifest(**extra):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tensorsight.capture.schema import OpRecord, TensorRecord, TensorStats
 from tensorsight.compare.flow import data_flow, forget_flows
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord, TensorStats
 
 
 def _ops() -> tuple[OpRecord, ...]:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from tensorsight.capture.schema import OpRecord, TensorRecord
 from tensorsight.compare.match import load_mapping, match_ops
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 from tensorsight.errors import InputFileError, UsageError
 
 

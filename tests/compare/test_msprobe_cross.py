@@ -17,9 +17,9 @@ import pytest
 import torch
 
 import tensorsight
-from tensorsight.capture.schema import OpRecord, TensorRecord
 from tensorsight.compare import compare
 from tensorsight.compare.names import call_name, rename_tensors
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 from tensorsight.errors import CompareError
 
 DATA = Path(__file__).parent / "data"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensorsight.capture.schema import OpRecord, TensorRecord, TensorStats
 from tensorsight.compare.budget import JudgeState, get_profile
 from tensorsight.compare.flow import DataFlow, Origin, Origins, Producer
 from tensorsight.compare.reproduce import Reproduction, reproduce
 from tensorsight.compare.result import OpComparison
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord, TensorStats
 
 F32 = np.float32
 

@@ -15,8 +15,8 @@ import pytest
 import tensorsight
 from tensorsight.board.views.tensors import stats as tensor_view_stats
 from tensorsight.capture import read_dump
-from tensorsight.capture._np_stats import array_stats
 from tensorsight.compare.metrics.kernel import compare_arrays, value_range
+from tensorsight.dumpformat._np_stats import array_stats
 
 torch = pytest.importorskip("torch")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import tensorsight
-from tensorsight.capture.schema import OpRecord, TensorRecord, TensorStats
 from tensorsight.compare import compare
 from tensorsight.compare._unwritten import unwritten_reason
 from tensorsight.compare.flow import Origins
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord, TensorStats
 from tests.conftest import run_cli
 
 torch = pytest.importorskip("torch")

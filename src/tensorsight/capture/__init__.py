@@ -1,9 +1,10 @@
-"""Dumps: record every op of a PyTorch step or an ONNX run, and read dumps back.
+"""Dumps: record every op of a PyTorch step or an ONNX run.
 
-Reading order for newcomers: ``schema.py`` (the format), ``session.py`` (``dump``),
-``_recorder.py`` and ``backends/`` (what is recorded), ``writer.py`` (how it reaches disk),
-``reader.py`` and ``msprobe.py`` (reading), ``inspect.py``, ``cli.py``.
-Importing this package is cheap: torch and pyarrow load on first use.
+Reading order for newcomers: ``session.py`` (``dump``), ``_recorder.py`` and ``backends/``
+(what is recorded), ``_torch_stats.py`` (statistics of torch tensors), ``cli.py``. The format
+itself (schema, writer, readers, msprobe, inspect) is :mod:`tensorsight.dumpformat`; its
+reading names are re-exported here. Importing this package is cheap: torch and pyarrow load
+on first use.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.capture.reader import Dump, DumpStep, RawTensor, read_dump
-from tensorsight.capture.schema import (
+from tensorsight.dumpformat.reader import Dump, DumpStep, RawTensor, read_dump
+from tensorsight.dumpformat.schema import (
     LEVELS,
     MODES,
     SCHEMA_VERSION,
@@ -24,18 +25,18 @@ from tensorsight.capture.schema import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover - static typing only
-    from tensorsight.capture.inspect import DumpInspection, format_inspection, inspect_dump
     from tensorsight.capture.session import DumpSession, ObserverCheck, dump
+    from tensorsight.dumpformat.inspect import DumpInspection, format_inspection, inspect_dump
 
 # The recording and inspection parts load on first use: a comparison reads dumps and needs
 # neither (they were a tenth of the compare command's own imports).
 _LAZY = {
-    "DumpInspection": "inspect",
-    "format_inspection": "inspect",
-    "inspect_dump": "inspect",
-    "DumpSession": "session",
-    "ObserverCheck": "session",
-    "dump": "session",
+    "DumpInspection": "tensorsight.dumpformat.inspect",
+    "format_inspection": "tensorsight.dumpformat.inspect",
+    "inspect_dump": "tensorsight.dumpformat.inspect",
+    "DumpSession": "tensorsight.capture.session",
+    "ObserverCheck": "tensorsight.capture.session",
+    "dump": "tensorsight.capture.session",
 }
 
 __all__ = [
@@ -65,7 +66,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         msg = f"module 'tensorsight.capture' has no attribute {name!r}"
         raise AttributeError(msg)
-    value = getattr(importlib.import_module(f"tensorsight.capture.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 

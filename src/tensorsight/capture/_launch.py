@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tensorsight.capture import _fs
+from tensorsight.dumpformat import _fs
 from tensorsight.errors import UsageError
 
 __all__ = [
@@ -298,7 +298,7 @@ def _run_child(argv: tuple[str, ...], env: dict[str, str]) -> int:
 
 
 def _results(path: Path) -> tuple[RankResult, ...]:
-    from tensorsight.capture.reader import read_dump
+    from tensorsight.dumpformat.reader import read_dump
     from tensorsight.errors import DumpFormatError
 
     if not _fs.exists(path) or not any(_RANK_DIR.fullmatch(n) for n in _fs.list_dir(path)):

@@ -44,7 +44,7 @@
 #include <vector>
 
 extern "C" {
-#include "_stats_kernel.c"  // the Python path's kernel, compiled into this library
+#include "_stats_kernel.c"  // dumpformat/: the Python path's kernel, compiled into this library
 
 /* Written by Python through ctypes: the innermost running module's id (0: none), and a
    nonzero value while tensorsight's own code runs torch ops on this thread. */

@@ -32,6 +32,7 @@ import torch
 from tensorsight import _cbuild
 from tensorsight.capture._torch_stats import dtype_name
 from tensorsight.capture.backends.base import CaptureBackend
+from tensorsight.dumpformat import _stats_native
 
 _log = logging.getLogger(__name__)
 
@@ -39,7 +40,8 @@ __all__ = ["NativeOpCapture", "load", "native_reason"]
 
 _HERE = Path(__file__).parent
 _SOURCE = _HERE / "_native_capture.cpp"
-_KERNEL = _HERE / "_stats_kernel.c"  # #included by the C++ source: part of the cache key
+# the dump format's statistics kernel, #included by the C++ source: part of the cache key
+_KERNEL = Path(_stats_native.__file__).with_name("_stats_kernel.c")
 # the statistics kernel's flags (_stats_native._FLAGS) hold for the C++ around it too: the
 # architecture's baseline, no -march=native (the kernel picks its loop from cpuid at run time),
 # so a library cached on one CPU runs on any other of its architecture (a shared home folder,
@@ -110,7 +112,7 @@ def _flags() -> tuple[list[str], list[str], str]:
         f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
         f"-I{inc}",
         f"-I{inc / 'torch' / 'csrc' / 'api' / 'include'}",
-        f"-I{_HERE}",
+        f"-I{_KERNEL.parent}",
     ]
     link = [f"-L{lib}", f"-Wl,-rpath,{lib}", "-ltorch_cpu", "-lc10"]
     return flags, link, f"torch {torch.__version__} {root} {_KERNEL.read_bytes()!r}"

@@ -18,7 +18,7 @@ import torch
 
 from tensorsight.capture import _torch_stats as ts
 from tensorsight.capture._arena import CopyArena
-from tensorsight.capture.writer import MEASURE_COPY, DumpWriter
+from tensorsight.dumpformat.writer import MEASURE_COPY, DumpWriter
 
 __all__ = ["Recorder", "Snapshot", "user_stack"]
 

@@ -14,7 +14,7 @@ from tensorsight.capture._arena import CopyArena
 from tensorsight.capture._modules import ModuleTracker
 from tensorsight.capture._recorder import Recorder
 from tensorsight.capture.backends import candidates, select
-from tensorsight.capture.writer import (
+from tensorsight.dumpformat.writer import (
     DEFAULT_MAX_QUEUE_BYTES,
     DumpWriter,
     base_manifest,

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from tensorsight.capture import _stats_native
-from tensorsight.capture._np_stats import array_stats, stats_from_values
+from tensorsight.dumpformat import _stats_native
+from tensorsight.dumpformat._np_stats import array_stats, stats_from_values
 
 __all__ = [
     "StatsCache",

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 from tensorsight import _gc
 from tensorsight._lazy import lazy_import
-from tensorsight.capture import _fs
 from tensorsight.capture.backends import levels
-from tensorsight.capture.schema import MODES
+from tensorsight.dumpformat import _fs
+from tensorsight.dumpformat.schema import MODES
 from tensorsight.errors import CaptureError, UsageError
 
 __all__ = ["DumpSession", "ObserverCheck", "dump"]

@@ -29,9 +29,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from tensorsight.capture.schema import DumpManifest
 from tensorsight.compare.budget import reduction_length, unit_roundoff
 from tensorsight.compare.result import Advice, OpComparison
+from tensorsight.dumpformat.schema import DumpManifest
 
 __all__ = ["advise", "settings_differences"]
 

@@ -23,8 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from tensorsight.capture.reader import Dump, DumpStep, read_dump
-from tensorsight.capture.schema import OpRecord, TensorRecord
 from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
@@ -49,6 +47,8 @@ from tensorsight.compare.result import (
     Verdict,
     attr_name,
 )
+from tensorsight.dumpformat.reader import Dump, DumpStep, read_dump
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 from tensorsight.errors import CompareError, UsageError
 
 __all__ = ["Progress", "compare"]

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from tensorsight.capture.schema import OpRecord, TensorRecord
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 
 __all__ = [
     "ALLOCATION_OPS",

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tensorsight.capture.schema import OpRecord
 from tensorsight.compare import names
 from tensorsight.compare.flow import DataFlow, Producer, data_flow
+from tensorsight.dumpformat.schema import OpRecord
 from tensorsight.errors import InputFileError, UsageError
 
 __all__ = ["OpPair", "load_mapping", "match_ops"]

@@ -41,7 +41,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tensorsight.capture.schema import OpRecord
+from tensorsight.dumpformat.schema import OpRecord
 from tensorsight.errors import CompareError
 
 __all__ = [
@@ -159,7 +159,7 @@ def call_name(op: OpRecord, fmt: str) -> CallName | None:
 
     Args:
         op: An op of a dump.
-        fmt: ``"msprobe"`` or ``"tensorsight"`` (:attr:`~tensorsight.capture.Dump.format`).
+        fmt: ``"msprobe"`` or ``"tensorsight"`` (:attr:`~tensorsight.dumpformat.Dump.format`).
 
     Returns:
         ``None`` for ops without a cross-format name (ATen ops, other ``tensorsight.*`` ops).

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from tensorsight._lazy import lazy_import
-from tensorsight.capture.reader import Dump, DumpStep, read_dump
-from tensorsight.capture.schema import OpRecord, TensorRecord
 from tensorsight.compare.result import OpComparison
+from tensorsight.dumpformat.reader import Dump, DumpStep, read_dump
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 from tensorsight.errors import CompareError
 
 __all__ = ["ReplayResult", "replay", "replay_recorded"]

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tensorsight.capture.reader import DumpStep
-from tensorsight.capture.schema import OpRecord, TensorRecord
 from tensorsight.compare._argdiff import parse_args
+from tensorsight.dumpformat.reader import DumpStep
+from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 from tensorsight.errors import DumpFormatError
 
 __all__ = ["KNOWN_OPS", "Reproducer", "Reproduction", "reproduce"]

@@ -275,7 +275,7 @@ def worst_elements(b: np.ndarray, t: np.ndarray, err: np.ndarray, n: int) -> lis
 
 
 def _load(dump: Path, rank: int, step: int | None, index: Any, tensor: str, cap: int) -> Any:
-    from tensorsight.capture.reader import read_dump
+    from tensorsight.dumpformat.reader import read_dump
 
     st = read_dump(dump).step(rank, step)
     try:

@@ -2,7 +2,7 @@
 
 ``inspect PATH`` shows a logdir's runs, kinds, tags, counts and step ranges; when PATH is a
 dump folder instead (a ``manifest.json`` or msprobe ``dump.json`` below it and no event
-files) it hands over to :func:`tensorsight.capture.inspect_dump`. Importing this module
+files) it hands over to :func:`tensorsight.dumpformat.inspect.inspect_dump`. Importing this module
 loads nothing heavy.
 """
 
@@ -133,7 +133,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     """``tensorsight inspect``: print the logdir (or dump) summary; 1 when there is no data."""
     path = args.path
     if os.path.isdir(path) and is_dump_folder(path):
-        from tensorsight.capture import format_inspection, inspect_dump
+        from tensorsight.dumpformat.inspect import format_inspection, inspect_dump
 
         ins = inspect_dump(path)
         if args.json:

@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from tensorsight.capture.schema import TensorStats
 from tensorsight.compare.metrics import compare_arrays, compare_fingerprints, compare_stats
+from tensorsight.dumpformat.schema import TensorStats
 
 
 def _stats(a):

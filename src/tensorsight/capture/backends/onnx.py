@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from tensorsight._lazy import lazy_import
-from tensorsight.capture import _fs, _np_stats
-from tensorsight.capture.writer import DumpWriter, base_manifest
+from tensorsight.dumpformat import _fs, _np_stats
+from tensorsight.dumpformat.writer import DumpWriter, base_manifest
 from tensorsight.errors import CaptureError, InputFileError, UsageError
 
 __all__ = ["GRAPH_OPT_LEVELS", "RUNTIMES", "DumpFromOnnxModel", "OnnxDumpResult"]

@@ -31,7 +31,7 @@ STATS_KEYS = (
 
 
 class StatsLike(Protocol):
-    """Anything with a dump's per-tensor statistics (``capture.schema.TensorStats`` fits)."""
+    """Anything with a dump's per-tensor statistics (``dumpformat.schema.TensorStats`` fits)."""
 
     @property
     def min(self) -> float | None: ...

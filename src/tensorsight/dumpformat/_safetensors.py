@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorsight.capture import _check, _fs
+from tensorsight.dumpformat import _check, _fs
 from tensorsight.errors import DumpFormatError
 
 __all__ = [

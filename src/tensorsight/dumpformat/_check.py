@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tensorsight.capture import _fs
+from tensorsight.dumpformat import _fs
 from tensorsight.errors import DumpFormatError
 
 __all__ = [

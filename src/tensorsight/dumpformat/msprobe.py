@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from tensorsight._lazy import lazy_import
-from tensorsight.capture import _check, _fs
-from tensorsight.capture._ptfile import read_pt
-from tensorsight.capture.reader import RawTensor
-from tensorsight.capture.schema import TensorRecord, TensorStats
+from tensorsight.dumpformat import _check, _fs
+from tensorsight.dumpformat._ptfile import read_pt
+from tensorsight.dumpformat.reader import RawTensor
+from tensorsight.dumpformat.schema import TensorRecord, TensorStats
 from tensorsight.errors import DumpFormatError
 
 __all__ = ["MsprobeStep", "module_path_of", "msprobe_layout"]
@@ -300,9 +300,7 @@ def _torch_load(path: Path) -> RawTensor:
     if not isinstance(t, torch.Tensor):
         msg = f"Tensor file {str(path)!r}: holds {type(t).__name__}. Expected a tensor."
         raise DumpFormatError(msg)
-    from tensorsight.capture._torch_stats import dtype_name
-
-    dtype = dtype_name(t.dtype)
+    dtype = str(t.dtype).removeprefix("torch.")
     t = t.detach().contiguous()
     if dtype == "bfloat16":
         return RawTensor(t.view(torch.int16).numpy().view(np.uint16), dtype)

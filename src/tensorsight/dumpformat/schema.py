@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
-from tensorsight.capture import _check
+from tensorsight.dumpformat import _check
 from tensorsight.errors import DumpFormatError, SchemaVersionError
 
 __all__ = [

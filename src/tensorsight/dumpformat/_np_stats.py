@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tensorsight.capture import _stats_native
-from tensorsight.capture.schema import TensorStats
+from tensorsight.dumpformat import _stats_native
+from tensorsight.dumpformat.schema import TensorStats
 
 __all__ = ["array_bytes", "array_stats", "fingerprint", "stats_columns", "stats_from_values"]
 

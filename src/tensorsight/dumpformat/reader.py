@@ -1,7 +1,7 @@
 """Read dumps: tensorsight's own format and msprobe folders, through one API.
 
 :func:`read_dump` opens a folder and returns a :class:`Dump`; ``dump.step(rank, step)``
-returns a :class:`DumpStep` whose ``ops`` are :class:`~tensorsight.capture.schema.OpRecord`
+returns a :class:`DumpStep` whose ``ops`` are :class:`~tensorsight.dumpformat.schema.OpRecord`
 in execution order (forward, then backward) and whose :meth:`DumpStep.load` memory-maps
 one tensor into a numpy array. Nothing here executes code from the files: safetensors and
 JSON are parsed, msprobe ``.pt`` files load with ``torch.load(weights_only=True)`` and
@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tensorsight.capture import _check, _fs, _safetensors, _table
-from tensorsight.capture.schema import DumpManifest, OpRecord, TensorRecord
+from tensorsight.dumpformat import _check, _fs, _safetensors, _table
+from tensorsight.dumpformat.schema import DumpManifest, OpRecord, TensorRecord
 from tensorsight.errors import DumpFormatError, InputFileError
 
 __all__ = ["Dump", "DumpStep", "RawTensor", "read_dump"]
@@ -261,7 +261,7 @@ class Dump:
             raise DumpFormatError(msg)
         folder = steps[s]
         if self.format == "msprobe":
-            from tensorsight.capture.msprobe import MsprobeStep
+            from tensorsight.dumpformat.msprobe import MsprobeStep
 
             return DumpStep(r, s, folder, MsprobeStep(folder))
 
@@ -310,7 +310,7 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
     if ranks and all(_fs.exists(p / "manifest.json") for p in ranks.values()):
         layout = {r: _numbered(p, _STEP) for r, p in ranks.items()}
         return Dump(root, "tensorsight", layout)
-    from tensorsight.capture.msprobe import msprobe_layout
+    from tensorsight.dumpformat.msprobe import msprobe_layout
 
     layout = msprobe_layout(root)
     if layout:

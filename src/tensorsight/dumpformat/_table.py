@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from tensorsight._lazy import lazy_import
-from tensorsight.capture import _check, _fs, _parquet
-from tensorsight.capture.schema import COLUMNS, STAT_COLUMNS
+from tensorsight.dumpformat import _check, _fs, _parquet
+from tensorsight.dumpformat.schema import COLUMNS, STAT_COLUMNS
 from tensorsight.errors import DumpFormatError
 
 __all__ = [

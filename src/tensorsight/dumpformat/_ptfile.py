@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorsight.capture import _fs
+from tensorsight.dumpformat import _fs
 
 __all__ = ["read_pt"]
 
@@ -289,7 +289,7 @@ def read_pt(path: Path) -> tuple[np.ndarray, str] | None:
     """The tensor of a ``torch.save`` file as ``(bits, dtype name)``, memory-mapped.
 
     ``bits`` has a numpy dtype of the tensor's width (``uint16`` for bfloat16, ``uint8``
-    for float8), like :class:`~tensorsight.capture.reader.RawTensor`; it is read-only and
+    for float8), like :class:`~tensorsight.dumpformat.reader.RawTensor`; it is read-only and
     keeps the file mapped while it lives.
 
     Returns:

@@ -2,7 +2,7 @@
  * contiguous buffer in one read (the float64 copy + aminmax + sum + dot of the torch path
  * read and write ~32 bytes per element; this reads the element once).
  *
- * Compiled on first use by tensorsight/capture/_stats_native.py through tensorsight._cbuild,
+ * Compiled on first use by tensorsight/dumpformat/_stats_native.py through tensorsight._cbuild,
  * for the architecture's baseline; the same loop is compiled three times, for the baseline
  * (suffix _portable), for AVX2 + FMA (_avx2) and for AVX-512 F + DQ (_avx512, both x86-64
  * only) through per-function target attributes, and the caller picks one at run time from

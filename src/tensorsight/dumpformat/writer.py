@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tensorsight._version import __version__
-from tensorsight.capture import _fs, _safetensors, _table
-from tensorsight.capture._np_stats import stats_columns
-from tensorsight.capture.schema import DumpManifest, StepInfo, step_json
+from tensorsight.dumpformat import _fs, _safetensors, _table
+from tensorsight.dumpformat._np_stats import stats_columns
+from tensorsight.dumpformat.schema import DumpManifest, StepInfo, step_json
 from tensorsight.errors import CaptureError
 
 __all__ = ["MEASURE_COPY", "DumpWriter", "PendingTensor"]

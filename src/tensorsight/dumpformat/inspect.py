@@ -6,9 +6,9 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 
-from tensorsight.capture import _fs
-from tensorsight.capture.reader import read_dump
-from tensorsight.capture.schema import TensorRecord
+from tensorsight.dumpformat import _fs
+from tensorsight.dumpformat.reader import read_dump
+from tensorsight.dumpformat.schema import TensorRecord
 
 __all__ = ["DumpInspection", "StepSummary", "format_inspection", "inspect_dump"]
 
