@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from tensorsight.migrate._bindings import EMPTY_BINDINGS, Bindings, argparse_dest, collect_bindings
+
 __all__ = [
     "EMPTY_FLOW",
     "FlowFacts",
@@ -76,6 +78,8 @@ class FlowFacts:
         cuda_string_slots: Slots assigned a CUDA device string somewhere (``"cuda"``,
             ``"cuda:0"``, ``f"cuda:{i}"``, ``"cuda:{}".format(i)``, an argparse default).
         indexed_slots: The subset of ``cuda_string_slots`` whose string carries an index.
+        bindings: How often each name is assigned, per scope (:mod:`._bindings`): a
+            value stored in a name assigned more than once is not the only one a use sees.
     """
 
     backend_slots: frozenset[str] = frozenset()
@@ -85,6 +89,7 @@ class FlowFacts:
     device_type_slots: frozenset[str] = frozenset()
     cuda_string_slots: frozenset[str] = frozenset()
     indexed_slots: frozenset[str] = frozenset()
+    bindings: Bindings = EMPTY_BINDINGS
 
 
 EMPTY_FLOW = FlowFacts()
@@ -134,17 +139,6 @@ def cst_is_index(node: cst.BaseExpression, index_slots: frozenset[str]) -> bool:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _CST_INT_OPS):
         return cst_is_index(node.left, index_slots) and cst_is_index(node.right, index_slots)
     return False
-
-
-def argparse_dest(option_strings: list[str], dest: str | None) -> str | None:
-    """The ``dest`` argparse gives an option: ``dest=``, else the first long option."""
-    if dest is not None:
-        return dest
-    longs = [s for s in option_strings if s.startswith("--")]
-    chosen = longs[0] if longs else (option_strings[0] if option_strings else None)
-    if chosen is None:
-        return None
-    return chosen.lstrip("-").replace("-", "_") or None
 
 
 def format_fields_are_positional(template: str) -> bool:
@@ -361,6 +355,7 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
         device_type_slots=frozenset(types),
         cuda_string_slots=frozenset(cuda),
         indexed_slots=frozenset(indexed),
+        bindings=collect_bindings(tree),
     )
 
 

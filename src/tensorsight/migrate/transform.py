@@ -12,7 +12,7 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import libcst as cst
 
@@ -41,6 +41,7 @@ _CHAINS = frozenset(
 #: Attributes of a tensor or module that are tensors or modules (``p.data``, ``ddp.module``).
 _PARTS = frozenset({"data", "grad", "module", "weight", "bias"})
 _N = TypeVar("_N", bound=cst.CSTNode)
+_SCOPES = (cst.FunctionDef, cst.ClassDef)
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -99,6 +100,7 @@ class RuleContext:
         self._weak: list[_Finding] = []
         self.device_name = _unique("_device", facts.names)
         self.current_top = -1  # index of the top-level statement being visited
+        self._scope: list[str] = []  # names of the def/class statements being visited
         self._device_refs = 0
         self._torch_refs = 0
         module_alias = next(
@@ -172,6 +174,16 @@ class RuleContext:
         if self._flow is None:
             self._flow = EMPTY_FLOW if self._tree is None else collect_flow(self._tree)
         return self._flow
+
+    @property
+    def scope(self) -> tuple[str, ...]:
+        """Names of the ``def``/``class`` statements around the node being visited."""
+        return tuple(self._scope)
+
+    def assigned(self, node: cst.BaseExpression) -> tuple[int, ...]:
+        """Lines of the assignments of the name, ``self`` attribute or slot ``node`` refers
+        to in the scope being visited (:mod:`._bindings`); two or more: not a single value."""
+        return self.flow.bindings.assigned(self.scope, node)
 
     def is_claimed(self, node: cst.CSTNode) -> bool:
         """Whether an earlier rule already reported ``node``."""
@@ -360,6 +372,7 @@ class ApplyRules(cst.CSTTransformer):
         self._skip = skip or set()
         self._hooks = {h: [r for r in rules if overrides(r, h)] for h in HOOKS}
         self._callee: set[int] = set()
+        self._scopes: list[int] = []  # ids of the def/class nodes pushed on ctx's scope
 
     def _chain(self, hook: str, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
         kind = type(updated)
@@ -377,7 +390,18 @@ class ApplyRules(cst.CSTTransformer):
             if id(node) in self._skip:
                 return False  # no trigger word in this statement: not visited, not rebuilt
             self.ctx.current_top = top
-        return super().on_visit(node)
+        visit = super().on_visit(node)
+        if visit and isinstance(node, _SCOPES):
+            self.ctx._scope.append(node.name.value)
+            self._scopes.append(id(node))
+        return visit
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        result = super().on_leave(original_node, updated_node)
+        if self._scopes and self._scopes[-1] == id(original_node):
+            self._scopes.pop()
+            self.ctx._scope.pop()
+        return result
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False  # module names are not API uses; import clean-up handles them
