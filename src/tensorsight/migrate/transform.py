@@ -18,6 +18,7 @@ import libcst as cst
 
 from tensorsight.migrate._flow import EMPTY_FLOW, FlowFacts, collect_flow
 from tensorsight.migrate._resolve import ModuleFacts, dotted_name
+from tensorsight.migrate._values import CHAINS
 from tensorsight.migrate.model import Safety, Status
 from tensorsight.migrate.rule import HOOKS, MigrationRule, overrides
 
@@ -34,10 +35,6 @@ PROLOGUE_COMMENT = (
     "# tensorsight migrate: the accelerator PyTorch finds (CUDA, NPU, XPU, MPS, ...), else the CPU."
 )
 _EMPTY = cst.Module(body=[])
-#: Tensor/module methods that return a tensor or module again (``Net().to(d).cuda()``).
-_CHAINS = frozenset(
-    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "detach"}
-)
 #: Attributes of a tensor or module that are tensors or modules (``p.data``, ``ddp.module``).
 _PARTS = frozenset({"data", "grad", "module", "weight", "bias"})
 _N = TypeVar("_N", bound=cst.CSTNode)
@@ -154,6 +151,8 @@ class RuleContext:
         if isinstance(node, cst.Subscript):
             return self.is_torch_value(node.value)
         if isinstance(node, cst.Call):
+            if dotted_name(node.func) in self.facts.builders:  # torchvision.models.resnet50()
+                return True
             if isinstance(node.func, cst.Name):
                 if node.func.value in self.facts.module_classes:
                     return True
@@ -163,7 +162,7 @@ class RuleContext:
             if qualified is not None:
                 return not qualified.startswith("torch.cuda.")
             if isinstance(node.func, cst.Attribute) and (
-                node.func.attr.value in _CHAINS or node.func.attr.value.endswith("_")
+                node.func.attr.value in CHAINS or node.func.attr.value.endswith("_")
             ):  # in-place methods (`random_`) return the tensor too
                 return self.is_torch_value(node.func.value)
         return False
