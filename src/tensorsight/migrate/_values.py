@@ -24,7 +24,8 @@ Two passes, both cheap:
   - a parameter or buffer (``for p in model.parameters()``,
     ``for name, p in model.named_parameters()``);
   - a parameter or name annotated ``torch.Tensor``, ``nn.Parameter``, ``nn.Module`` or one
-    of the project's module classes (also as a string: ``"torch.Tensor"``).
+    of the project's module classes (also as a string, ``"torch.Tensor"``, or optional,
+    ``Tensor | None``: ``None.cuda()`` and ``None.to()`` fail alike).
 
 The analysis is flow-insensitive, like :mod:`._resolve`: a name counts when one of its
 assignments makes it a tensor or module. Receivers it cannot place stay unsafe fixes, which
@@ -330,6 +331,16 @@ def _unwrap_progress(v: _Values, node: ast.expr) -> ast.expr:
     return node
 
 
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_optional(node: ast.expr) -> bool:
+    """``Optional``, ``typing.Optional`` or ``t.Optional``."""
+    name = _ast_dotted(node)
+    return name is not None and name.rsplit(".", 1)[-1] == "Optional"
+
+
 def _is_torch_hint(v: _Values, hint: ast.expr | None) -> bool:
     """An annotation naming a tensor, parameter or module type (also as a string)."""
     if isinstance(hint, ast.Constant) and isinstance(hint.value, str):
@@ -339,6 +350,11 @@ def _is_torch_hint(v: _Values, hint: ast.expr | None) -> bool:
             return False
     if hint is None:
         return False
+    if isinstance(hint, ast.BinOp) and isinstance(hint.op, ast.BitOr):  # Tensor | None
+        sides = [h for h in (hint.left, hint.right) if not _is_none(h)]
+        return len(sides) == 1 and _is_torch_hint(v, sides[0])
+    if isinstance(hint, ast.Subscript) and _is_optional(hint.value):
+        return _is_torch_hint(v, hint.slice)  # None has no .cuda() either: same error
     if isinstance(hint, ast.Name) and hint.id in v.classes:
         return True
     return v.qualify(hint) in _HINTS

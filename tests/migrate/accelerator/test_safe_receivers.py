@@ -230,8 +230,20 @@ def test_still_unknown_receivers_stay_manual():
         a = DataLoader(ds)
         for (x, y), (u, v) in zip(a, other):
             u.cuda()
-        def f(t: "Thing"):
-            t.cuda()
+        def f(t: "Thing", u: torch.Tensor | str):
+            t.cuda(), u.cuda()
         """,
     )
-    assert [(s.status, s.safety) for s in out.sites] == [("manual", "unsafe")] * 4
+    assert [(s.status, s.safety) for s in out.sites] == [("manual", "unsafe")] * 5
+
+
+def test_optional_annotations():
+    out = run(
+        ReplaceCudaMethodRule,
+        """        from typing import Optional
+        import torch
+        def f(a: Optional[torch.Tensor], b: torch.Tensor | None, c: "Optional[torch.nn.Module]"):
+            return a.cuda(), b.cuda(), c.cuda()
+        """,
+    )
+    assert [s.status for s in out.sites] == ["rewritten"] * 3

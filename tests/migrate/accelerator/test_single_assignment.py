@@ -54,7 +54,7 @@ def test_self_attribute_assigned_in_two_methods():
     )
     out = check(FollowDeviceStringsRule, before, None)
     assert [(s.line, s.status, s.safety) for s in out.sites] == [(4, "manual", "unsafe")]
-    assert "(lines 4, 6)" in out.sites[0].message
+    assert "`self.loc` is assigned 2 times (lines 4, 6)" in out.sites[0].message
     once = before.replace("        self.loc = 'cpu'\n", "        pass\n")
     after = once.replace(HEAD, HEAD + PROLOGUE).replace("f'cuda:{r}'", "f'{_device.type}:{r}'")
     check(FollowDeviceStringsRule, once, after, statuses=[("accelerator/device-flow", "rewritten")])
@@ -68,7 +68,7 @@ def test_option_default_assigned_again_through_args():
     )
     out = check(FollowDeviceStringsRule, before, None)  # neither default nor choices change
     assert [(s.line, s.status) for s in out.sites] == [(4, "manual")]
-    assert "`gpu_dev` is assigned 2 times (lines 4, 7)" in out.sites[0].message
+    assert "`gpu_dev` is assigned 2 times (lines 4, 7)" in out.sites[0].message  # the dest
 
 
 def test_single_assignments_are_rewritten_as_before():

@@ -30,7 +30,7 @@ from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string, device_expr
 from tensorsight.migrate.rules.accelerator.backend_flow import has_choice, option_dest, with_choice
 from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
-from tensorsight.migrate.transform import RuleContext
+from tensorsight.migrate.transform import RuleContext, code_of
 
 RULE_ID = "accelerator/device-flow"
 DESCRIPTION = "CUDA device strings stored in names passed as devices -> the prologue device type."
@@ -123,6 +123,7 @@ class FollowDeviceStringsRule(MigrationRule):
         updated: cst.BaseExpression,
         slot: str | None,
         lines: tuple[int, ...] = (),
+        shown: str | None = None,
     ) -> cst.BaseExpression | None:
         if ctx.is_claimed(original) or not is_cuda_value(original):
             return None
@@ -147,7 +148,7 @@ class FollowDeviceStringsRule(MigrationRule):
             message=f"{_MESSAGE} ({where}).",
             api="CUDA device string",
             safety="unsafe" if len(lines) > 1 else "safe",
-            why_unsafe=multiple(slot, lines),
+            why_unsafe=multiple(shown or slot, lines),
         )
 
     def leave_Assign(
@@ -157,7 +158,9 @@ class FollowDeviceStringsRule(MigrationRule):
             return None
         target = original.targets[0].target
         lines = ctx.assigned(target)
-        new = self._stored(ctx, original.value, updated.value, cst_slot(target), lines)
+        new = self._stored(
+            ctx, original.value, updated.value, cst_slot(target), lines, code_of(target)
+        )
         return None if new is None else updated.with_changes(value=new)
 
     def leave_AnnAssign(
@@ -167,7 +170,12 @@ class FollowDeviceStringsRule(MigrationRule):
             return None
         target = original.target
         new = self._stored(
-            ctx, original.value, updated.value, cst_slot(target), ctx.assigned(target)
+            ctx,
+            original.value,
+            updated.value,
+            cst_slot(target),
+            ctx.assigned(target),
+            code_of(target),
         )
         return None if new is None else updated.with_changes(value=new)
 
@@ -225,7 +233,7 @@ class FollowDeviceStringsRule(MigrationRule):
                             '("cpu:1"): keep the location on an accelerator, load onto the '
                             "CPU device on the CPU.",
                             safety="unsafe" if len(lines) > 1 else "safe",
-                            why_unsafe=multiple(slot, lines),
+                            why_unsafe=multiple(code_of(old.value), lines),
                         )
                     )
                     changed = True
