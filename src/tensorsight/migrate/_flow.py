@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from tensorsight.migrate._bindings import EMPTY_BINDINGS, Bindings, argparse_dest, collect_bindings
+from tensorsight.migrate._bindings import argparse_dest
 
 __all__ = [
     "EMPTY_FLOW",
@@ -78,8 +78,6 @@ class FlowFacts:
         cuda_string_slots: Slots assigned a CUDA device string somewhere (``"cuda"``,
             ``"cuda:0"``, ``f"cuda:{i}"``, ``"cuda:{}".format(i)``, an argparse default).
         indexed_slots: The subset of ``cuda_string_slots`` whose string carries an index.
-        bindings: How often each name is assigned, per scope (:mod:`._bindings`): a
-            value stored in a name assigned more than once is not the only one a use sees.
     """
 
     backend_slots: frozenset[str] = frozenset()
@@ -89,7 +87,6 @@ class FlowFacts:
     device_type_slots: frozenset[str] = frozenset()
     cuda_string_slots: frozenset[str] = frozenset()
     indexed_slots: frozenset[str] = frozenset()
-    bindings: Bindings = EMPTY_BINDINGS
 
 
 EMPTY_FLOW = FlowFacts()
@@ -355,7 +352,6 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
         device_type_slots=frozenset(types),
         cuda_string_slots=frozenset(cuda),
         indexed_slots=frozenset(indexed),
-        bindings=collect_bindings(tree),
     )
 
 

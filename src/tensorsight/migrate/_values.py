@@ -112,6 +112,7 @@ _NOT_BUILDERS = frozenset({"get_model_weights", "get_weight", "list_models", "ge
 _HINTS = frozenset(
     {"torch.Tensor", "torch.nn.Module", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 )
+_LOOP_NODES = (ast.For, ast.AsyncFor, ast.comprehension)
 _LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 
 
@@ -250,19 +251,26 @@ def known_values(
     loops: list[ast.For | ast.AsyncFor | ast.comprehension] = []
     loader_keys: dict[str, bool] = {}
     callees: list[ast.expr] = []
+    hinted: list[tuple[str | None, ast.expr]] = []  # (key, annotation)
+    watch_calls = bool(v.imported)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and v.imported:
-            callees.append(node.func)
         if isinstance(node, ast.Assign):
             assigns.append((node.targets, node.value))
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            assigns.append(([node.target], node.value))
-        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+        elif isinstance(node, ast.Call):
+            if watch_calls:
+                callees.append(node.func)
+        elif isinstance(node, ast.arg):
+            if node.annotation is not None:
+                hinted.append((node.arg, node.annotation))
+        elif isinstance(node, ast.AnnAssign):
+            hinted.append((_key(node.target), node.annotation))
+            if node.value is not None:
+                assigns.append(([node.target], node.value))
+        elif isinstance(node, _LOOP_NODES):
             loops.append(node)
-        if isinstance(node, ast.arg | ast.AnnAssign) and _is_torch_hint(v, node.annotation):
-            key = node.arg if isinstance(node, ast.arg) else _key(node.target)
-            if key is not None:
-                v.values.add(key)
+    for key, hint in hinted:
+        if key is not None and _is_torch_hint(v, hint):
+            v.values.add(key)
     for targets, value in assigns:
         for target in targets:
             key = _key(target)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 import libcst as cst
 
+from tensorsight.migrate._bindings import EMPTY_BINDINGS, Bindings, collect_bindings
 from tensorsight.migrate._flow import EMPTY_FLOW, FlowFacts, collect_flow
 from tensorsight.migrate._resolve import ModuleFacts, dotted_name
 from tensorsight.migrate._values import CHAINS
@@ -84,6 +85,7 @@ class RuleContext:
         self.facts = facts
         self._tree = tree
         self._flow: FlowFacts | None = None
+        self._bindings: Bindings | None = None
         self.unsafe_fixes = unsafe_fixes
         self.target = target
         self.findings: list[_Finding] = []
@@ -182,7 +184,15 @@ class RuleContext:
     def assigned(self, node: cst.BaseExpression) -> tuple[int, ...]:
         """Lines of the assignments of the name, ``self`` attribute or slot ``node`` refers
         to in the scope being visited (:mod:`._bindings`); two or more: not a single value."""
-        return self.flow.bindings.assigned(self.scope, node)
+        return self.bindings.assigned(self.scope, node)
+
+    @property
+    def bindings(self) -> Bindings:
+        """How often each name of the module is assigned, per scope (:mod:`._bindings`),
+        computed on first use."""
+        if self._bindings is None:
+            self._bindings = EMPTY_BINDINGS if self._tree is None else collect_bindings(self._tree)
+        return self._bindings
 
     def is_claimed(self, node: cst.CSTNode) -> bool:
         """Whether an earlier rule already reported ``node``."""

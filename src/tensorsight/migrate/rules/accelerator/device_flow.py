@@ -122,9 +122,11 @@ class FollowDeviceStringsRule(MigrationRule):
         original: cst.BaseExpression,
         updated: cst.BaseExpression,
         slot: str | None,
-        lines: tuple[int, ...] = (),
-        shown: str | None = None,
+        target: cst.BaseExpression | None = None,
+        dest: str | None = None,
     ) -> cst.BaseExpression | None:
+        """Fix or report one stored CUDA string: assigned to ``target``, the default of the
+        option ``dest``, else a dict entry."""
         if ctx.is_claimed(original) or not is_cuda_value(original):
             return None
         new = device_string(ctx, original, updated) if self._is_device_slot(ctx, slot) else None
@@ -140,6 +142,12 @@ class FollowDeviceStringsRule(MigrationRule):
             )
             return None
         where = f"`{slot}` is used as a device"
+        lines: tuple[int, ...] = ()
+        shown = slot
+        if target is not None:  # looked up only here: most visited assignments end above
+            lines, shown = ctx.assigned(target), code_of(target)
+        elif dest is not None:
+            lines = ctx.bindings.lines.get((ANY, dest), ())
         return ctx.fix(
             self,
             original,
@@ -148,7 +156,7 @@ class FollowDeviceStringsRule(MigrationRule):
             message=f"{_MESSAGE} ({where}).",
             api="CUDA device string",
             safety="unsafe" if len(lines) > 1 else "safe",
-            why_unsafe=multiple(shown or slot, lines),
+            why_unsafe=multiple(shown, lines),
         )
 
     def leave_Assign(
@@ -157,10 +165,7 @@ class FollowDeviceStringsRule(MigrationRule):
         if len(original.targets) != 1:
             return None
         target = original.targets[0].target
-        lines = ctx.assigned(target)
-        new = self._stored(
-            ctx, original.value, updated.value, cst_slot(target), lines, code_of(target)
-        )
+        new = self._stored(ctx, original.value, updated.value, cst_slot(target), target)
         return None if new is None else updated.with_changes(value=new)
 
     def leave_AnnAssign(
@@ -169,14 +174,7 @@ class FollowDeviceStringsRule(MigrationRule):
         if original.value is None or updated.value is None:
             return None
         target = original.target
-        new = self._stored(
-            ctx,
-            original.value,
-            updated.value,
-            cst_slot(target),
-            ctx.assigned(target),
-            code_of(target),
-        )
+        new = self._stored(ctx, original.value, updated.value, cst_slot(target), target)
         return None if new is None else updated.with_changes(value=new)
 
     def leave_Dict(
@@ -260,8 +258,7 @@ class FollowDeviceStringsRule(MigrationRule):
         args = list(updated.args)
         changed = False
         if not ctx.is_claimed(old_default):  # `--device` defaults belong to device-strings
-            lines = ctx.flow.bindings.lines.get((ANY, dest), ())
-            value = self._stored(ctx, old_default, updated.args[d].value, dest, lines)
+            value = self._stored(ctx, old_default, updated.args[d].value, dest, dest=dest)
             if value is None or value is updated.args[d].value:
                 return None  # reported, not rewritten: the choices stay as they are
             args[d] = args[d].with_changes(value=value)
