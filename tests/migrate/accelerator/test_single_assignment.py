@@ -112,3 +112,24 @@ def test_bindings_follow_python_scopes():
     assert lines[(ANY, "loc")] == (13, 14)
     assert lines[(("h",), "loc")] == (16,)  # a parameter is not counted
     assert bindings.key_of_name(("C", "n"), "loc") == ((), "loc")  # class bodies do not enclose
+
+
+def test_whole_rule_set_on_a_device_assigned_twice():
+    """nanoGPT's shape: ``device = 'cuda'``, under DDP ``device = f'cuda:{rank}'``, then
+    ``torch.load(map_location=device)``: both strings are rewritten where they stand (a
+    name that says device), the load's guard is not proved and is listed."""
+    before = (
+        "import os\nimport torch\n"
+        "device = 'cuda'\n"
+        "if int(os.environ.get('RANK', -1)) != -1:\n"
+        "    device = f'cuda:{int(os.environ[\"LOCAL_RANK\"])}'\n"
+        "def resume(path):\n"
+        "    return torch.load(path, map_location=device)\n"
+    )
+    out = run("accelerator", before)
+    compile(out.new_code, "train.py", "exec")
+    assert "device = _device.type\n" in out.new_code
+    assert "map_location=device)" in out.new_code
+    flow = [s for s in out.sites if s.rule_id == "accelerator/device-flow"]
+    assert [(s.line, s.status, s.safety) for s in flow] == [(7, "manual", "unsafe")]
+    assert "`device` is assigned 2 times (lines 3, 5)" in flow[0].message
