@@ -46,6 +46,28 @@ def test_layout_and_rank_folder(small_dump):
     assert [s.step for s in d.iter_steps()] == [0, 1]
 
 
+def test_a_rank_folder_opened_directly_reads_its_manifest(small_dump, tmp_path):
+    """``read_dump(".../rank2").manifest(2)`` read ``rank2/rank2/manifest.json``."""
+    whole = read_dump(small_dump).manifest(0)
+    assert whole is not None
+    moved = tmp_path / "copy" / "rank2"
+    shutil.copytree(small_dump / "rank0", moved)
+    d = read_dump(moved)
+    assert d.ranks == [2]
+    manifest = d.manifest(2)
+    assert manifest == whole  # the same file, read from the rank folder itself
+    assert d.manifest() == manifest
+    assert d.complete
+    assert [s.rank for s in d.iter_steps()] == [2, 2]
+    assert d.step(2, 1).ops  # opening a step consults the manifest too
+    with pytest.raises(DumpFormatError, match="no rank 0"):
+        d.manifest(0)
+    gone = read_dump(moved)
+    (moved / "manifest.json").unlink()
+    with pytest.raises(DumpFormatError, match=r"rank2/manifest.json'?: missing"):
+        gone.manifest(2)
+
+
 def test_cut_off_log_keeps_complete_records(small_dump):
     step_dir = small_dump / "rank0" / "step0"
     rows = read_dump(small_dump).step().rows

@@ -201,10 +201,19 @@ class Dump:
         format: ``"tensorsight"`` or ``"msprobe"``.
     """
 
-    def __init__(self, path: Path, format: str, layout: dict[int, dict[int, Path]]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        format: str,
+        layout: dict[int, dict[int, Path]],
+        rank_dirs: dict[int, Path] | None = None,
+    ) -> None:
         self.path = path
         self.format = format
         self._layout = layout
+        # Where each rank's manifest is: ``path/rank<N>``, or ``path`` itself when the
+        # folder opened is one rank's.
+        self._rank_dirs = rank_dirs or {r: path / f"rank{r}" for r in layout}
         self._manifests: dict[int, DumpManifest | None] = {}
 
     @property
@@ -230,9 +239,16 @@ class Dump:
         if r not in self._manifests:
             m = None
             if self.format == "tensorsight":
-                file = self.path / f"rank{r}" / "manifest.json"
+                file = self._rank_dirs[r] / "manifest.json"
                 source = f"Manifest {str(file)!r}"
-                text = _check.read_limited(file, source, "a tensorsight manifest")
+                try:
+                    text = _check.read_limited(file, source, "a tensorsight manifest")
+                except FileNotFoundError:
+                    msg = (
+                        f"{source}: missing (removed since the dump was opened?). Expected "
+                        f"rank {r}'s manifest.json; open the dump again with read_dump."
+                    )
+                    raise DumpFormatError(msg) from None
                 m = DumpManifest.from_json(text, source=str(file))
             self._manifests[r] = m
         return self._manifests[r]
@@ -309,7 +325,7 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
         ranks = {int(m.group(1)) if m else 0: root}
     if ranks and all(_fs.exists(p / "manifest.json") for p in ranks.values()):
         layout = {r: _numbered(p, _STEP) for r, p in ranks.items()}
-        return Dump(root, "tensorsight", layout)
+        return Dump(root, "tensorsight", layout, ranks)
     from tensorsight.dumpformat.msprobe import msprobe_layout
 
     layout = msprobe_layout(root)

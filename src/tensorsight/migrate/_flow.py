@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from tensorsight.migrate._bindings import argparse_dest
+
 __all__ = [
     "EMPTY_FLOW",
     "FlowFacts",
@@ -134,17 +136,6 @@ def cst_is_index(node: cst.BaseExpression, index_slots: frozenset[str]) -> bool:
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _CST_INT_OPS):
         return cst_is_index(node.left, index_slots) and cst_is_index(node.right, index_slots)
     return False
-
-
-def argparse_dest(option_strings: list[str], dest: str | None) -> str | None:
-    """The ``dest`` argparse gives an option: ``dest=``, else the first long option."""
-    if dest is not None:
-        return dest
-    longs = [s for s in option_strings if s.startswith("--")]
-    chosen = longs[0] if longs else (option_strings[0] if option_strings else None)
-    if chosen is None:
-        return None
-    return chosen.lstrip("-").replace("-", "_") or None
 
 
 def format_fields_are_positional(template: str) -> bool:

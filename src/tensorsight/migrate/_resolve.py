@@ -173,6 +173,8 @@ class ModuleFacts:
             module was analysed with :func:`collect_facts_ast`; empty otherwise.
         module_classes: Classes of the module deriving from ``nn.Module`` (with
             :func:`._values.known_values`, also those of the rest of the project).
+        builders: Callees, as written (``models.resnet50``), that build a module: the
+            model builders of ``torchvision.models`` (set by :func:`._values.known_values`).
     """
 
     bindings: dict[str, Binding]
@@ -181,6 +183,7 @@ class ModuleFacts:
     module_level_imports: frozenset[str]
     name_counts: dict[str, int] = field(default_factory=dict)
     module_classes: frozenset[str] = frozenset()
+    builders: frozenset[str] = frozenset()
 
 
 def collect_facts(

@@ -12,14 +12,20 @@ Two passes, both cheap:
   that hold, anywhere in the module, one of
 
   - an instance of such a class (``model = Net()``, ``self.net = Net(...)``), a value of a
-    torch call (``torch.randn``, ``nn.Linear``, ``torch.load``), or a chain of tensor/module
-    methods on one (``Net().to(d).eval()``);
+    torch call (``torch.randn``, ``torch.cat``, ``nn.Linear``, ``nn.Parameter``,
+    ``torch.load``), a ``torchvision.models`` model builder (``models.resnet50()``), or a
+    chain of tensor/module methods on one (``Net().to(d).eval()``, ``x.float().view(1, -1)``,
+    :data:`CHAINS`);
   - an element of a batch from a ``torch.utils.data.DataLoader`` built without
-    ``collate_fn`` (``for x, y in loader``, ``for i, (x, y) in enumerate(loader)``,
-    ``x, y = batch``); a loader passed as a parameter counts when the module builds every
-    loader of that name itself;
+    ``collate_fn`` (``for x, y in loader``, ``for i, (x, y) in enumerate(loader)``, also
+    through ``tqdm(...)``, ``for (x, y), (u, v) in zip(loader_a, loader_b)``,
+    ``x, y = batch``, ``x, y = batch[0], batch[1]``); a loader passed as a parameter counts
+    when the module builds every loader of that name itself;
   - a parameter or buffer (``for p in model.parameters()``,
-    ``for name, p in model.named_parameters()``).
+    ``for name, p in model.named_parameters()``);
+  - a parameter or name annotated ``torch.Tensor``, ``nn.Parameter``, ``nn.Module`` or one
+    of the project's module classes (also as a string, ``"torch.Tensor"``, or optional,
+    ``Tensor | None``: ``None.cuda()`` and ``None.to()`` fail alike).
 
 The analysis is flow-insensitive, like :mod:`._resolve`: a name counts when one of its
 assignments makes it a tensor or module. Receivers it cannot place stay unsafe fixes, which
@@ -35,13 +41,15 @@ from dataclasses import replace
 
 from tensorsight.migrate._resolve import ModuleFacts, _ast_dotted
 
-__all__ = ["known_values", "scan_module_classes"]
+__all__ = ["CHAINS", "known_values", "scan_module_classes"]
 
 _CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.MULTILINE)
 _NN_BASE = re.compile(r"^(?:torch\.)?nn\.[A-Za-z_]\w*$|^Module$")
-#: Tensor/module methods that return a tensor or module again.
-_CHAINS = frozenset(
+#: Tensor/module methods that return a tensor or module again (in-place ``x_`` ones too).
+#: Not ``type`` (a string without arguments), ``max``/``sort``/``topk`` (tuples), ``item``.
+CHAINS = frozenset(
     {
+        # tensors and modules
         "to",
         "cuda",
         "cpu",
@@ -52,15 +60,59 @@ _CHAINS = frozenset(
         "train",
         "eval",
         "requires_grad_",
+        "share_memory",
+        # tensors
         "contiguous",
         "detach",
         "clone",
-        "share_memory",
+        "long",
+        "int",
+        "short",
+        "bool",
+        "byte",
+        "char",
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "permute",
+        "transpose",
+        "t",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "unflatten",
+        "expand",
+        "expand_as",
+        "repeat",
+        "narrow",
+        "type_as",
+        "pin_memory",
+        "to_dense",
+        "sum",
+        "mean",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "clamp",
+        "matmul",
+        "softmax",
+        "log_softmax",
     }
 )
 _PARTS = frozenset({"data", "grad", "module", "weight", "bias"})
 _PARAMS = frozenset({"parameters", "buffers", "children", "modules"})
 _NAMED_PARAMS = frozenset({"named_parameters", "named_buffers", "named_children", "named_modules"})
+#: Roots of the third-party names this pass knows besides torch's.
+_OTHER_ROOTS = frozenset({"tqdm", "torchvision"})
+_PROGRESS = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.std.tqdm", "tqdm.notebook.tqdm"})
+_NOT_BUILDERS = frozenset({"get_model_weights", "get_weight", "list_models", "get_model_builder"})
+#: Annotations that make a parameter or annotated name a tensor or module.
+_HINTS = frozenset(
+    {"torch.Tensor", "torch.nn.Module", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+)
+_LOOP_NODES = (ast.For, ast.AsyncFor, ast.comprehension)
 _LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 
 
@@ -112,6 +164,16 @@ class _Values:
         self.classes = classes
         self.values: set[str] = set(facts.torch_values)
         self.loaders: set[str] = set()
+        self.imported: dict[str, str] = {}  # local name -> qualified, for _OTHER_ROOTS
+
+    def qualify_other(self, node: ast.expr) -> str | None:
+        """The qualified name of a tqdm/torchvision name imported by the module."""
+        name = _ast_dotted(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        bound = self.imported.get(root)
+        return None if bound is None else bound + ("." + rest if rest else "")
 
     def qualify(self, node: ast.expr) -> str | None:
         name = _ast_dotted(node)
@@ -139,7 +201,9 @@ class _Values:
         qualified = self.qualify(func)
         if qualified is not None:
             return not qualified.startswith("torch.cuda.") and qualified not in _LOADERS
-        if isinstance(func, ast.Attribute) and (func.attr in _CHAINS or func.attr.endswith("_")):
+        if _is_model_builder(self.qualify_other(func)):  # torchvision.models.resnet50()
+            return True
+        if isinstance(func, ast.Attribute) and (func.attr in CHAINS or func.attr.endswith("_")):
             return self.is_value(func.value)
         return False
 
@@ -174,21 +238,39 @@ def known_values(
         ['x', 'y']
     """
     local_other: set[str] = set()
+    imports: list[ast.Import | ast.ImportFrom] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name not in facts.module_classes:
             local_other.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            imports.append(node)
     classes = (project_classes - local_other) | facts.module_classes
     v = _Values(facts, frozenset(classes))
+    v.imported = _imports(imports)
     assigns: list[tuple[list[ast.expr], ast.expr]] = []
     loops: list[ast.For | ast.AsyncFor | ast.comprehension] = []
     loader_keys: dict[str, bool] = {}
+    callees: list[ast.expr] = []
+    hinted: list[tuple[str | None, ast.expr]] = []  # (key, annotation)
+    watch_calls = bool(v.imported)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign):
             assigns.append((node.targets, node.value))
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            assigns.append(([node.target], node.value))
-        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+        elif isinstance(node, ast.Call):
+            if watch_calls:
+                callees.append(node.func)
+        elif isinstance(node, ast.arg):
+            if node.annotation is not None:
+                hinted.append((node.arg, node.annotation))
+        elif isinstance(node, ast.AnnAssign):
+            hinted.append((_key(node.target), node.annotation))
+            if node.value is not None:
+                assigns.append(([node.target], node.value))
+        elif isinstance(node, _LOOP_NODES):
             loops.append(node)
+    for key, hint in hinted:
+        if key is not None and _is_torch_hint(v, hint):
+            v.values.add(key)
     for targets, value in assigns:
         for target in targets:
             key = _key(target)
@@ -205,27 +287,124 @@ def known_values(
                     v.values.add(key)
                 elif isinstance(target, ast.Tuple | ast.List) and _key(value) in v.values:
                     v.values.update(k for t in _targets(target) if (k := _key(t)))
+                else:  # x, y = batch[0], batch[1]
+                    for t, e in _pairs(target, value):
+                        if (k := _key(t)) is not None and v.is_value(e):
+                            v.values.add(k)
         for loop in loops:
             _loop(v, loop)
         if len(v.values) == before:
             break
     values = frozenset(v.values - v.loaders)
-    return replace(facts, torch_values=values, module_classes=frozenset(classes))
+    builders = frozenset(
+        name
+        for func in callees
+        if _is_model_builder(v.qualify_other(func)) and (name := _ast_dotted(func)) is not None
+    )
+    return replace(facts, torch_values=values, module_classes=frozenset(classes), builders=builders)
+
+
+def _is_model_builder(qualified: str | None) -> bool:
+    """A ``torchvision.models`` function that builds a model (not ``get_weight``...)."""
+    if qualified is None or not qualified.startswith("torchvision.models."):
+        return False
+    last = qualified.rsplit(".", 1)[-1]
+    return last not in _NOT_BUILDERS and last[:1].islower() and "Weights" not in last
+
+
+def _imports(nodes: Iterable[ast.AST]) -> dict[str, str]:
+    """Local names the module binds by importing from ``_OTHER_ROOTS``."""
+    out: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _OTHER_ROOTS:
+                    local = alias.asname or alias.name.split(".")[0]
+                    out[local] = alias.name if alias.asname else local
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and not node.level
+            and node.module.split(".")[0] in _OTHER_ROOTS
+        ):
+            for alias in node.names:
+                out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return out
+
+
+def _unwrap_progress(v: _Values, node: ast.expr) -> ast.expr:
+    """``tqdm(loader)`` yields what ``loader`` yields."""
+    if isinstance(node, ast.Call) and node.args and v.qualify_other(node.func) in _PROGRESS:
+        return node.args[0]
+    return node
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_optional(node: ast.expr) -> bool:
+    """``Optional``, ``typing.Optional`` or ``t.Optional``."""
+    name = _ast_dotted(node)
+    return name is not None and name.rsplit(".", 1)[-1] == "Optional"
+
+
+def _is_torch_hint(v: _Values, hint: ast.expr | None) -> bool:
+    """An annotation naming a tensor, parameter or module type (also as a string)."""
+    if isinstance(hint, ast.Constant) and isinstance(hint.value, str):
+        try:
+            hint = ast.parse(hint.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if hint is None:
+        return False
+    if isinstance(hint, ast.BinOp) and isinstance(hint.op, ast.BitOr):  # Tensor | None
+        sides = [h for h in (hint.left, hint.right) if not _is_none(h)]
+        return len(sides) == 1 and _is_torch_hint(v, sides[0])
+    if isinstance(hint, ast.Subscript) and _is_optional(hint.value):
+        return _is_torch_hint(v, hint.slice)  # None has no .cuda() either: same error
+    if isinstance(hint, ast.Name) and hint.id in v.classes:
+        return True
+    return v.qualify(hint) in _HINTS
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
+    """``a, b = x, y``: the (target, value) pairs of two displays of one length without ``*``."""
+    if not (isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List)):
+        return []
+    if len(target.elts) != len(value.elts):
+        return []
+    if any(isinstance(e, ast.Starred) for e in [*target.elts, *value.elts]):
+        return []
+    return list(zip(target.elts, value.elts, strict=True))
+
+
+def _is_loader(v: _Values, node: ast.expr) -> bool:
+    """A DataLoader without ``collate_fn``: a name every assignment of which builds one, or
+    the call itself (``for x, y in DataLoader(ds)``)."""
+    key = _key(node)
+    return (key is not None and key in v.loaders) or v.is_loader_call(node)
+
+
+def _builtin_call(node: ast.expr, name: str) -> ast.Call | None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+        return node
+    return None
 
 
 def _loop(v: _Values, loop: ast.For | ast.AsyncFor | ast.comprehension) -> None:
-    source, target = loop.iter, loop.target
-    if (
-        isinstance(source, ast.Call)
-        and isinstance(source.func, ast.Name)
-        and source.func.id == "enumerate"
-        and source.args
-        and isinstance(target, ast.Tuple)
-        and len(target.elts) == 2
-    ):
-        source, target = source.args[0], target.elts[1]
-    key = _key(source)
-    if key is not None and key in v.loaders:
+    source, target = _unwrap_progress(v, loop.iter), loop.target
+    numbered = _builtin_call(source, "enumerate")
+    if numbered and numbered.args and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        source, target = _unwrap_progress(v, numbered.args[0]), target.elts[1]
+    zipped = _builtin_call(source, "zip")
+    if zipped is not None and not zipped.keywords:  # zip(loader_a, loader_b): one batch each
+        if isinstance(target, ast.Tuple | ast.List) and len(target.elts) == len(zipped.args):
+            for each, part in zip(zipped.args, target.elts, strict=True):
+                if _is_loader(v, each):
+                    v.values.update(k for t in _targets(part) if (k := _key(t)))
+        return
+    if _is_loader(v, source):
         v.values.update(k for t in _targets(target) if (k := _key(t)))
         return
     if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)):

@@ -12,12 +12,14 @@ import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import libcst as cst
 
+from tensorsight.migrate._bindings import EMPTY_BINDINGS, Bindings, collect_bindings
 from tensorsight.migrate._flow import EMPTY_FLOW, FlowFacts, collect_flow
 from tensorsight.migrate._resolve import ModuleFacts, dotted_name
+from tensorsight.migrate._values import CHAINS
 from tensorsight.migrate.model import Safety, Status
 from tensorsight.migrate.rule import HOOKS, MigrationRule, overrides
 
@@ -34,13 +36,10 @@ PROLOGUE_COMMENT = (
     "# tensorsight migrate: the accelerator PyTorch finds (CUDA, NPU, XPU, MPS, ...), else the CPU."
 )
 _EMPTY = cst.Module(body=[])
-#: Tensor/module methods that return a tensor or module again (``Net().to(d).cuda()``).
-_CHAINS = frozenset(
-    {"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "detach"}
-)
 #: Attributes of a tensor or module that are tensors or modules (``p.data``, ``ddp.module``).
 _PARTS = frozenset({"data", "grad", "module", "weight", "bias"})
 _N = TypeVar("_N", bound=cst.CSTNode)
+_SCOPES = (cst.FunctionDef, cst.ClassDef)
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -86,6 +85,7 @@ class RuleContext:
         self.facts = facts
         self._tree = tree
         self._flow: FlowFacts | None = None
+        self._bindings: Bindings | None = None
         self.unsafe_fixes = unsafe_fixes
         self.target = target
         self.findings: list[_Finding] = []
@@ -99,6 +99,7 @@ class RuleContext:
         self._weak: list[_Finding] = []
         self.device_name = _unique("_device", facts.names)
         self.current_top = -1  # index of the top-level statement being visited
+        self._scope: list[str] = []  # names of the def/class statements being visited
         self._device_refs = 0
         self._torch_refs = 0
         module_alias = next(
@@ -152,6 +153,8 @@ class RuleContext:
         if isinstance(node, cst.Subscript):
             return self.is_torch_value(node.value)
         if isinstance(node, cst.Call):
+            if dotted_name(node.func) in self.facts.builders:  # torchvision.models.resnet50()
+                return True
             if isinstance(node.func, cst.Name):
                 if node.func.value in self.facts.module_classes:
                     return True
@@ -161,7 +164,7 @@ class RuleContext:
             if qualified is not None:
                 return not qualified.startswith("torch.cuda.")
             if isinstance(node.func, cst.Attribute) and (
-                node.func.attr.value in _CHAINS or node.func.attr.value.endswith("_")
+                node.func.attr.value in CHAINS or node.func.attr.value.endswith("_")
             ):  # in-place methods (`random_`) return the tensor too
                 return self.is_torch_value(node.func.value)
         return False
@@ -172,6 +175,24 @@ class RuleContext:
         if self._flow is None:
             self._flow = EMPTY_FLOW if self._tree is None else collect_flow(self._tree)
         return self._flow
+
+    @property
+    def scope(self) -> tuple[str, ...]:
+        """Names of the ``def``/``class`` statements around the node being visited."""
+        return tuple(self._scope)
+
+    def assigned(self, node: cst.BaseExpression) -> tuple[int, ...]:
+        """Lines of the assignments of the name, ``self`` attribute or slot ``node`` refers
+        to in the scope being visited (:mod:`._bindings`); two or more: not a single value."""
+        return self.bindings.assigned(self.scope, node)
+
+    @property
+    def bindings(self) -> Bindings:
+        """How often each name of the module is assigned, per scope (:mod:`._bindings`),
+        computed on first use."""
+        if self._bindings is None:
+            self._bindings = EMPTY_BINDINGS if self._tree is None else collect_bindings(self._tree)
+        return self._bindings
 
     def is_claimed(self, node: cst.CSTNode) -> bool:
         """Whether an earlier rule already reported ``node``."""
@@ -360,6 +381,7 @@ class ApplyRules(cst.CSTTransformer):
         self._skip = skip or set()
         self._hooks = {h: [r for r in rules if overrides(r, h)] for h in HOOKS}
         self._callee: set[int] = set()
+        self._scopes: list[int] = []  # ids of the def/class nodes pushed on ctx's scope
 
     def _chain(self, hook: str, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
         kind = type(updated)
@@ -377,7 +399,18 @@ class ApplyRules(cst.CSTTransformer):
             if id(node) in self._skip:
                 return False  # no trigger word in this statement: not visited, not rebuilt
             self.ctx.current_top = top
-        return super().on_visit(node)
+        visit = super().on_visit(node)
+        if visit and isinstance(node, _SCOPES):
+            self.ctx._scope.append(node.name.value)
+            self._scopes.append(id(node))
+        return visit
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        result = super().on_leave(original_node, updated_node)
+        if self._scopes and self._scopes[-1] == id(original_node):
+            self._scopes.pop()
+            self.ctx._scope.pop()
+        return result
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False  # module names are not API uses; import clean-up handles them

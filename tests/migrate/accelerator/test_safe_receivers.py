@@ -128,3 +128,122 @@ def test_module_class_of_another_file_is_safe_in_a_project(tmp_path):
     by_line = {s.line: s for s in report.sites if s.file == "train.py"}
     assert (by_line[4].status, by_line[4].safety) == ("rewritten", "safe")
     assert by_line[5].status == "manual"
+
+
+BY_CONSTRUCTION = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.scale = nn.Parameter(torch.ones(2))
+
+    def forward(self, x):
+        return self.fc(x) * self.scale.cuda()
+
+
+def step(model: nn.Module, x: torch.Tensor, net: "Net", w: nn.Parameter):
+    model.cuda()
+    net.cuda()
+    w.cuda()
+    return model(x.cuda())
+
+
+def train(a, b):
+    for (x, y), (u, v) in zip(a, b):
+        x.cuda(), v.cuda()
+    for i, (p, q) in enumerate(zip(a, b)):
+        p[0].cuda()
+    for batch in a:
+        inputs, labels = batch[0], batch[1]
+        inputs.cuda(), labels.cuda()
+
+
+ds = TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,)))
+a = DataLoader(ds, batch_size=4)
+b = DataLoader(ds, batch_size=4)
+train(a, b)
+x = torch.randn(2, 4)
+both = torch.cat([x, x]).cuda()
+flat = x.float().view(1, -1).cuda()
+turned = x.reshape(4, 2).permute(1, 0).unsqueeze(0).cuda()
+shrunk: torch.Tensor = flat.squeeze(0)
+shrunk.cuda()
+out = step(Net(), x, Net(), nn.Parameter(torch.zeros(1)))
+"""
+
+
+def test_more_receivers_by_construction_are_safe_and_run():
+    """torch calls and tensor methods, nn.Parameter, zip of loaders, annotated parameters,
+    element-wise tuples of a batch: every `.cuda()` is rewritten and the script runs."""
+    out = run(ReplaceCudaMethodRule, BY_CONSTRUCTION)
+    cuda_sites = [s for s in out.sites if s.rule_id == RULE_ID]
+    assert len(cuda_sites) == 14
+    assert [(s.line, s.status) for s in cuda_sites if s.status != "rewritten"] == []
+    assert ".cuda(" not in out.new_code
+    namespace: dict[str, object] = {}
+    exec(compile(out.new_code, "train.py", "exec"), namespace)
+    assert namespace["out"].shape == (2, 2)  # type: ignore[attr-defined]
+    assert namespace["turned"].shape == (1, 2, 4)  # type: ignore[attr-defined]
+
+
+def test_progress_bars_and_torchvision_builders_by_import():
+    """tqdm passes a loader's batches through; torchvision.models builders build modules
+    (not `get_weight`). Checked on the rewrite only: neither package is needed here."""
+    out = run(
+        ReplaceCudaMethodRule,
+        """\
+        import torch
+        import tqdm
+        from torch.utils.data import DataLoader
+        from torchvision import models
+        from torchvision.models import get_weight, resnet50
+        loader = DataLoader(ds)
+        for i, (x, y) in enumerate(tqdm.tqdm(loader)):
+            x.cuda()
+        m = models.resnet18(weights=None)
+        m.cuda()
+        resnet50().cuda()
+        get_weight("ResNet50_Weights.DEFAULT").cuda()
+        """,
+    )
+    assert [s.status for s in out.sites] == ["rewritten"] * 3 + ["manual"]
+    compile(out.new_code, "t.py", "exec")
+
+
+def test_still_unknown_receivers_stay_manual():
+    """A module's output (may be a tuple), a method chain on an unknown object, `.view` of
+    something not known to be a tensor, a loader of a `zip` that is not a loader."""
+    out = run(
+        ReplaceCudaMethodRule,
+        """\
+        import torch
+        from torch.utils.data import DataLoader
+        m = torch.nn.Linear(2, 2)
+        out = m(x)
+        out.cuda()
+        thing.view(1).cuda()
+        a = DataLoader(ds)
+        for (x, y), (u, v) in zip(a, other):
+            u.cuda()
+        def f(t: "Thing", u: torch.Tensor | str):
+            t.cuda(), u.cuda()
+        """,
+    )
+    assert [(s.status, s.safety) for s in out.sites] == [("manual", "unsafe")] * 5
+
+
+def test_optional_annotations():
+    out = run(
+        ReplaceCudaMethodRule,
+        """        from typing import Optional
+        import torch
+        def f(a: Optional[torch.Tensor], b: torch.Tensor | None, c: "Optional[torch.nn.Module]"):
+            return a.cuda(), b.cuda(), c.cuda()
+        """,
+    )
+    assert [s.status for s in out.sites] == ["rewritten"] * 3

@@ -14,23 +14,37 @@ that say ``device``; this rule follows the others (:mod:`tensorsight.migrate._fl
   ``default="cuda"``): its default becomes ``_device.type``; a ``choices`` list that holds
   ``"cuda"`` gains ``_device.type`` (also for ``--device``), so the new default is accepted.
 - A CUDA device string stored anywhere else (a name, a dict entry) is reported.
+- A name assigned more than once in its scope (:mod:`tensorsight.migrate._bindings`:
+  ``loc = f"cuda:{rank}"`` and ``if cpu: loc = "cpu"``, a ``global``, ``+=``, a tuple,
+  ``for``/``with`` target or ``:=``) does not hold the one value followed: its rewrites
+  above are unsafe fixes, reported (``manual``) with the lines of the assignments.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate._bindings import ANY
 from tensorsight.migrate._flow import cst_slot, format_fields_are_positional
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string, device_expr
 from tensorsight.migrate.rules.accelerator.backend_flow import has_choice, option_dest, with_choice
 from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
-from tensorsight.migrate.transform import RuleContext
+from tensorsight.migrate.transform import RuleContext, code_of
 
 RULE_ID = "accelerator/device-flow"
 DESCRIPTION = "CUDA device strings stored in names passed as devices -> the prologue device type."
 
 _MESSAGE = "Name the device the prologue found instead of CUDA"
+
+
+def multiple(slot: str | None, lines: tuple[int, ...]) -> str:
+    """Why a rewrite through a name assigned on ``lines`` (two or more) is not proved."""
+    at = ", ".join(str(n) for n in lines)
+    return (
+        f"`{slot}` is assigned {len(lines)} times (lines {at}), so this may not be the value "
+        "it holds where it is used"
+    )
 
 
 def format_device(
@@ -108,7 +122,11 @@ class FollowDeviceStringsRule(MigrationRule):
         original: cst.BaseExpression,
         updated: cst.BaseExpression,
         slot: str | None,
+        target: cst.BaseExpression | None = None,
+        dest: str | None = None,
     ) -> cst.BaseExpression | None:
+        """Fix or report one stored CUDA string: assigned to ``target``, the default of the
+        option ``dest``, else a dict entry."""
         if ctx.is_claimed(original) or not is_cuda_value(original):
             return None
         new = device_string(ctx, original, updated) if self._is_device_slot(ctx, slot) else None
@@ -124,8 +142,21 @@ class FollowDeviceStringsRule(MigrationRule):
             )
             return None
         where = f"`{slot}` is used as a device"
+        lines: tuple[int, ...] = ()
+        shown = slot
+        if target is not None:  # looked up only here: most visited assignments end above
+            lines, shown = ctx.assigned(target), code_of(target)
+        elif dest is not None:
+            lines = ctx.bindings.lines.get((ANY, dest), ())
         return ctx.fix(
-            self, original, new, message=f"{_MESSAGE} ({where}).", api="CUDA device string"
+            self,
+            original,
+            new,
+            updated=updated,
+            message=f"{_MESSAGE} ({where}).",
+            api="CUDA device string",
+            safety="unsafe" if len(lines) > 1 else "safe",
+            why_unsafe=multiple(shown, lines),
         )
 
     def leave_Assign(
@@ -133,8 +164,8 @@ class FollowDeviceStringsRule(MigrationRule):
     ) -> cst.BaseSmallStatement | None:
         if len(original.targets) != 1:
             return None
-        slot = cst_slot(original.targets[0].target)
-        new = self._stored(ctx, original.value, updated.value, slot)
+        target = original.targets[0].target
+        new = self._stored(ctx, original.value, updated.value, cst_slot(target), target)
         return None if new is None else updated.with_changes(value=new)
 
     def leave_AnnAssign(
@@ -142,7 +173,8 @@ class FollowDeviceStringsRule(MigrationRule):
     ) -> cst.BaseSmallStatement | None:
         if original.value is None or updated.value is None:
             return None
-        new = self._stored(ctx, original.value, updated.value, cst_slot(original.target))
+        target = original.target
+        new = self._stored(ctx, original.value, updated.value, cst_slot(target), target)
         return None if new is None else updated.with_changes(value=new)
 
     def leave_Dict(
@@ -185,6 +217,7 @@ class FollowDeviceStringsRule(MigrationRule):
                 slot = cst_slot(old.value)
                 indexed = slot is not None and slot in ctx.flow.indexed_slots
                 if value is not None or indexed:
+                    lines = ctx.assigned(old.value) if value is None else ()
                     guarded = off_cpu(ctx, value or new.value, ctx.device())
                     guarded = guarded.with_changes(lpar=[], rpar=[])
                     args[i] = new.with_changes(
@@ -192,10 +225,13 @@ class FollowDeviceStringsRule(MigrationRule):
                             self,
                             old.value,
                             guarded,
+                            updated=new.value,
                             api="torch.load(map_location)",
                             message="torch.load cannot restore to an indexed CPU device "
                             '("cpu:1"): keep the location on an accelerator, load onto the '
                             "CPU device on the CPU.",
+                            safety="unsafe" if len(lines) > 1 else "safe",
+                            why_unsafe=multiple(code_of(old.value), lines),
                         )
                     )
                     changed = True
@@ -222,9 +258,9 @@ class FollowDeviceStringsRule(MigrationRule):
         args = list(updated.args)
         changed = False
         if not ctx.is_claimed(old_default):  # `--device` defaults belong to device-strings
-            value = self._stored(ctx, old_default, updated.args[d].value, dest)
-            if value is None:
-                return None
+            value = self._stored(ctx, old_default, updated.args[d].value, dest, dest=dest)
+            if value is None or value is updated.args[d].value:
+                return None  # reported, not rewritten: the choices stay as they are
             args[d] = args[d].with_changes(value=value)
             changed = True
         c = keyword.get("choices")
