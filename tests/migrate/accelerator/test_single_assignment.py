@@ -31,11 +31,16 @@ AGAIN = {
 @pytest.mark.parametrize("again", sorted(AGAIN))
 def test_a_name_assigned_twice_is_reported_not_rewritten(again):
     before = HEAD + 'loc = f"cuda:{rank}"\n' + AGAIN[again] + "x = x.to(loc)\n" + LOAD
-    out = check(FollowDeviceStringsRule, before, None)  # nothing rewritten, still compiles
+    out = run(FollowDeviceStringsRule, before)
     compile(out.new_code, "t.py", "exec")
+    assert 'loc = f"cuda:{rank}"' in out.new_code  # the stored value is not rewritten
     rows = [(s.line, s.status, s.safety) for s in out.sites]
     assert rows[0] == (2, "manual", "unsafe")
-    assert all(status == "manual" for _, status, _ in rows)
+    # the load's guard is right whatever `loc` holds: the one rewrite made
+    load = before.count("\n")
+    assert rows[-1] == (load, "rewritten", "safe")
+    assert all(status == "manual" for _, status, _ in rows[:-1])
+    assert 'map_location=loc if _device.type != "cpu" else _device' in out.new_code
     assert "`loc` is assigned 2 times (lines 2, " in out.sites[0].message
     assert "--unsafe-fixes" in out.sites[0].message
     # the stored value and the load's guard are the fix the user is offered
@@ -117,7 +122,7 @@ def test_bindings_follow_python_scopes():
 def test_whole_rule_set_on_a_device_assigned_twice():
     """nanoGPT's shape: ``device = 'cuda'``, under DDP ``device = f'cuda:{rank}'``, then
     ``torch.load(map_location=device)``: both strings are rewritten where they stand (a
-    name that says device), the load's guard is not proved and is listed."""
+    name that says device), and the load's guard, right whatever ``device`` holds, too."""
     before = (
         "import os\nimport torch\n"
         "device = 'cuda'\n"
@@ -129,7 +134,6 @@ def test_whole_rule_set_on_a_device_assigned_twice():
     out = run("accelerator", before)
     compile(out.new_code, "train.py", "exec")
     assert "device = _device.type\n" in out.new_code
-    assert "map_location=device)" in out.new_code
+    assert 'map_location=device if _device.type != "cpu" else _device)' in out.new_code
     flow = [s for s in out.sites if s.rule_id == "accelerator/device-flow"]
-    assert [(s.line, s.status, s.safety) for s in flow] == [(7, "manual", "unsafe")]
-    assert "`device` is assigned 2 times (lines 3, 5)" in flow[0].message
+    assert [(s.line, s.status, s.safety) for s in flow] == [(7, "rewritten", "safe")]

@@ -16,8 +16,10 @@ that say ``device``; this rule follows the others (:mod:`tensorsight.migrate._fl
 - A CUDA device string stored anywhere else (a name, a dict entry) is reported.
 - A name assigned more than once in its scope (:mod:`tensorsight.migrate._bindings`:
   ``loc = f"cuda:{rank}"`` and ``if cpu: loc = "cpu"``, a ``global``, ``+=``, a tuple,
-  ``for``/``with`` target or ``:=``) does not hold the one value followed: its rewrites
-  above are unsafe fixes, reported (``manual``) with the lines of the assignments.
+  ``for``/``with`` target or ``:=``) does not hold the one value followed: the rewrites of
+  its stored strings and option defaults are unsafe fixes, reported (``manual``) with the
+  lines of the assignments. The ``torch.load`` guard stays a safe fix: it is right whatever
+  the name holds (the original location on an accelerator; on the CPU, the only one).
 """
 
 from __future__ import annotations
@@ -217,7 +219,8 @@ class FollowDeviceStringsRule(MigrationRule):
                 slot = cst_slot(old.value)
                 indexed = slot is not None and slot in ctx.flow.indexed_slots
                 if value is not None or indexed:
-                    lines = ctx.assigned(old.value) if value is None else ()
+                    # safe whatever else the name is assigned: on an accelerator the location
+                    # is the original one, on the CPU every location can only be the CPU
                     guarded = off_cpu(ctx, value or new.value, ctx.device())
                     guarded = guarded.with_changes(lpar=[], rpar=[])
                     args[i] = new.with_changes(
@@ -230,8 +233,6 @@ class FollowDeviceStringsRule(MigrationRule):
                             message="torch.load cannot restore to an indexed CPU device "
                             '("cpu:1"): keep the location on an accelerator, load onto the '
                             "CPU device on the CPU.",
-                            safety="unsafe" if len(lines) > 1 else "safe",
-                            why_unsafe=multiple(code_of(old.value), lines),
                         )
                     )
                     changed = True
