@@ -1,4 +1,5 @@
-"""The shell's header fits at 1280x800 and 1920x1080: one row of tabs, status text never lost."""
+"""The shell's header fits at 1280x800 and 1920x1080: one row of tabs, arrows to the tabs that
+do not fit, status text never lost."""
 
 from __future__ import annotations
 
@@ -45,6 +46,34 @@ def test_header_fits_one_row(browser, server, tmp_path: Path, width: int, height
         header_box = page.locator("header").bounding_box()
         first_box = buttons.first.bounding_box()
         assert tabs_box["height"] <= header_box["height"] < 2 * first_box["height"]
+
+        # Tabs that do not fit are announced: an arrow on the side they are hidden, which
+        # pages the strip there; none when every tab fits.
+        strip = page.locator("#tabs")
+        hidden = strip.evaluate("el => el.scrollWidth - el.clientWidth")
+        left, right = page.locator("#tabs-left"), page.locator("#tabs-right")
+        off = "el => el.classList.contains('off')"
+        assert left.evaluate(off)  # at the start nothing is hidden on the left
+        if hidden > 1:
+            assert not right.evaluate(off), "tabs are hidden but nothing says so"
+            assert "more-right" in (page.locator("#tabbar").get_attribute("class") or "")
+            for _ in range(20):
+                if right.evaluate(off):
+                    break
+                right.click()
+                page.wait_for_timeout(400)  # smooth scrolling
+            assert right.evaluate(off), "the right arrow never reached the last tab"
+            assert not left.evaluate(off)
+            assert strip.evaluate("el => el.scrollLeft") >= hidden - 1
+            last = buttons.nth(buttons.count() - 1).bounding_box()
+            strip_box = strip.bounding_box()
+            assert last["x"] + last["width"] <= strip_box["x"] + strip_box["width"] + 1
+            page.screenshot(path=str(tmp_path / f"header-{width}-end.png"))
+            left.click()
+            page.wait_for_timeout(400)
+            assert strip.evaluate("el => el.scrollLeft") < hidden - 1
+        else:
+            assert right.evaluate(off)
 
         # Every enabled tab is reachable: scrolled into view and clicked, it becomes selected.
         for i in range(buttons.count()):

@@ -12,13 +12,36 @@ export async function start(root: HTMLElement): Promise<void> {
   const pollMs = Math.max(200, Number(params.get("poll") ?? "5000") || 5000);
 
   const tabs = h("nav", { class: "tabs", id: "tabs" });
+  // When the tabs do not fit (14 tabs at 1280 px), arrows and a fade say that more are there
+  const arrow = (side: "left" | "right", glyph: string) =>
+    h("button", {
+      type: "button", class: "tab-scroll off", id: `tabs-${side}`, tabindex: "-1",
+      "aria-label": `More tabs to the ${side}`, title: `More tabs to the ${side}`,
+    }, glyph);
+  const toLeft = arrow("left", "‹");
+  const toRight = arrow("right", "›");
+  const tabbar = h("div", { class: "tabbar", id: "tabbar" }, toLeft, tabs, toRight);
   const status = h("span", { class: "status", id: "status" });
   const side = h("aside", { class: "sidebar" });
   const main = h("main", { class: "content", id: "content" });
   root.append(
-    h("header", {}, h("span", { class: "logo" }, "tensorsight"), tabs, status),
+    h("header", {}, h("span", { class: "logo" }, "tensorsight"), tabbar, status),
     h("div", { class: "layout" }, side, main),
   );
+  function markOverflow(): void {
+    const hidden = tabs.scrollWidth - tabs.clientWidth;
+    const before = hidden > 1 && tabs.scrollLeft > 1;
+    const after = hidden > 1 && tabs.scrollLeft < hidden - 1;
+    toLeft.classList.toggle("off", !before);
+    toRight.classList.toggle("off", !after);
+    tabbar.classList.toggle("more-left", before);
+    tabbar.classList.toggle("more-right", after);
+  }
+  const page = (dir: number) => tabs.scrollBy({ left: dir * Math.max(80, tabs.clientWidth * 0.7), behavior: "smooth" });
+  toLeft.addEventListener("click", () => page(-1));
+  toRight.addEventListener("click", () => page(1));
+  tabs.addEventListener("scroll", markOverflow, { passive: true });
+  window.addEventListener("resize", markOverflow);
   const runList = new RunList(side, state);
 
   let current: ViewInstance | null = null;
@@ -84,6 +107,7 @@ export async function start(root: HTMLElement): Promise<void> {
     button.addEventListener("click", () => void show(v.name));
     tabs.append(button);
   }
+  markOverflow();
   await poll();
   const wanted = location.hash.slice(1);
   const first = views.find((v) => v.name === wanted && v.enabled) ?? views.find((v) => v.has_data) ?? views[0];
