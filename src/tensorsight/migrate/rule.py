@@ -40,7 +40,7 @@ import libcst as cst
 from tensorsight.migrate._prescan import Need
 
 if TYPE_CHECKING:
-    from tensorsight.migrate.transform import RuleContext
+    from tensorsight.migrate.context import RuleContext
 
 __all__ = ["DOCS_BASE", "HOOKS", "MigrationRule", "Need", "overrides"]
 

@@ -23,15 +23,10 @@ from tensorsight.migrate._positions import starts
 from tensorsight.migrate._resolve import ModuleFacts, collect_facts, collect_facts_ast
 from tensorsight.migrate._scan import hot_statements
 from tensorsight.migrate._values import known_values
+from tensorsight.migrate.context import Finding, RuleContext
 from tensorsight.migrate.model import Site
 from tensorsight.migrate.rule import MigrationRule
-from tensorsight.migrate.transform import (
-    PROLOGUE_COMMENT,
-    ApplyRules,
-    RuleContext,
-    _Finding,
-    prologue_line,
-)
+from tensorsight.migrate.transform import PROLOGUE_COMMENT, ApplyRules, prologue_line
 
 __all__ = ["SourceResult", "migrate_source"]
 
@@ -249,7 +244,7 @@ def _new_index(groups: list[Group], edits: dict[int, str], line: int) -> int:
 
 
 def _sites(
-    findings: list[_Finding],
+    findings: list[Finding],
     segments: dict[int, cst.Module],
     groups: Sequence[tuple[int, int, object]],
     path: str,

@@ -13,8 +13,8 @@ from typing import ClassVar, Literal
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 __all__ = [
     "CallRename",

@@ -7,9 +7,9 @@ from typing import ClassVar
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.model import Status
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 __all__ = ["EnvVarRule", "Float64Rule"]
 

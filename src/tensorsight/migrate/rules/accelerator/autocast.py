@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, cuda_string, keyword
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/autocast"
 DESCRIPTION = "torch.cuda.amp.autocast / autocast('cuda') -> torch.autocast(_device.type)."

@@ -26,10 +26,10 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate._flow import argparse_dest, cst_slot
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.distributed_backend import default_backend
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/backend-flow"
 DESCRIPTION = "'nccl' stored in a name passed to init_process_group -> the device's backend."

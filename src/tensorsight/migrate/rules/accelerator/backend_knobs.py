@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import KNOBS
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/backend-knobs"
 DESCRIPTION = "allow_tf32 -> torch.set_float32_matmul_precision; cuDNN knobs kept and reported."

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, keyword
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/cuda-method"
 DESCRIPTION = "x.cuda(...) -> x.to(_device, ...); unsafe when x's type is unknown."

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, keyword
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/custom-fwd"
 DESCRIPTION = "torch.cuda.amp.custom_fwd/bwd -> torch.amp.custom_fwd/bwd(device_type=_device.type)."

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/ddp-device-ids"
 DESCRIPTION = "DDP device_ids/output_device -> the same off the CPU, None on the CPU."

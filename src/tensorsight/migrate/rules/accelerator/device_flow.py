@@ -28,11 +28,11 @@ import libcst as cst
 
 from tensorsight.migrate._bindings import ANY
 from tensorsight.migrate._flow import cst_slot, format_fields_are_positional
+from tensorsight.migrate.context import RuleContext, code_of
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string, device_expr
 from tensorsight.migrate.rules.accelerator.backend_flow import has_choice, option_dest, with_choice
 from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
-from tensorsight.migrate.transform import RuleContext, code_of
 
 RULE_ID = "accelerator/device-flow"
 DESCRIPTION = "CUDA device strings stored in names passed as devices -> the prologue device type."

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string, device_expr
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/device-strings"
 DESCRIPTION = "CUDA device strings/objects in device slots -> the prologue device (_device)."

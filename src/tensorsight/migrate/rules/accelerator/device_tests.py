@@ -30,9 +30,9 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate._flow import cst_slot
+from tensorsight.migrate.context import RuleContext, code_of
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext, code_of
 
 RULE_ID = "accelerator/device-type-tests"
 DESCRIPTION = 'Tests for "cuda" on device values -> tests for an accelerator ("not the CPU").'

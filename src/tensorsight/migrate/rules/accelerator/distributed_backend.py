@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/distributed-backend"
 DESCRIPTION = "backend='nccl' -> torch.distributed.get_default_backend_for_device(_device)."

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/fused-optimizers"
 DESCRIPTION = "Drift: fused=/foreach= optimizers differ per device (kernels, rounding, support)."

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.autocast import _replace_device_arg
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/grad-scaler"
 DESCRIPTION = "torch.cuda.amp.GradScaler(...) -> torch.amp.GradScaler(_device.type, ...)."

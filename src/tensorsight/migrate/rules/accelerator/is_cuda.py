@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/is-cuda"
 DESCRIPTION = 'x.is_cuda -> x.device.type != "cpu" (unsafe when x\'s type is unknown).'

@@ -18,10 +18,10 @@ from __future__ import annotations
 import libcst as cst
 
 from tensorsight.migrate._flow import cst_slot
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, cuda_string, device_expr, keyword
 from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/map-location"
 DESCRIPTION = (

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import NVTX, NVTX_MANUAL
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/nvtx"
 DESCRIPTION = "torch.cuda.nvtx.range -> torch.profiler.record_function; push/pop reported."

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/pin-memory"
 DESCRIPTION = "pin_memory=True -> pin_memory=torch.accelerator.is_available(); pin_memory_device."

@@ -22,10 +22,10 @@ import re
 import libcst as cst
 
 from tensorsight.migrate._flow import collect_flow, cst_is_index, slot_of
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/to-index"
 DESCRIPTION = "x.to(int) and device=int -> torch.device(_device.type, int)."

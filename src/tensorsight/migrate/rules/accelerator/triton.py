@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/triton"
 DESCRIPTION = "@triton.jit kernels: listed, with the backends that can run them."

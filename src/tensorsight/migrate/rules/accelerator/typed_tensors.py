@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import keyword
 from tensorsight.migrate.rules.accelerator.tables import TYPED_TENSORS
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/typed-tensors"
 DESCRIPTION = "torch.cuda.<T>Tensor -> torch.tensor/torch.empty(dtype=..., device=_device)."

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules.accelerator.tables import UNSUPPORTED
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "accelerator/unsupported"
 DESCRIPTION = "CUDA graphs, device properties, CUDA RNG state: reported with advice."

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "npu/import-torch-npu"
 DESCRIPTION = "Add `import torch_npu` to migrated files that use torch."

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
-from tensorsight.migrate.transform import RuleContext
 
 RULE_ID = "npu/jit-script"
 DESCRIPTION = "Drift: torch_npu disables torch.jit.script (scripted code runs eagerly)."
