@@ -59,7 +59,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tensorsight.compare.flow import Origin, op_base
+from tensorsight.compare.flow import Origin, is_cast, op_base
 from tensorsight.compare.metrics.kernel import dtype_precision
 from tensorsight.compare.reproduce import Reproduction
 from tensorsight.compare.result import OpComparison, Verdict
@@ -142,11 +142,6 @@ _ADDITIVE_BASES = frozenset(
 _PIECEWISE = _family(
     "relu", "relu6", "threshold", "max", "min", "amax", "amin", "maximum", "minimum", "hardtanh",
     "clamp", "where", "dropout", "sign", "abs",
-)  # fmt: skip
-# dtype conversions: one-sided in every autocast run, so not a structural difference
-_CASTS = (
-    "_to_copy", "aten.to.", "convert_element_type", "type_as", "Tensor.to.", "Tensor.float.",
-    "Tensor.half.", "Tensor.bfloat16.", "Tensor.double.", "Tensor.type.", "npu_format_cast",
 )  # fmt: skip
 _EXPLIKE = _family(
     "exp", "softmax", "sigmoid", "tanh", "silu", "gelu", "elu", "celu", "selu", "erf", "pow",
@@ -481,7 +476,7 @@ class JudgeState:
             all(r.shape_bench is None for r in rows) or all(r.shape_target is None for r in rows)
         ):
             return  # a tensor of each side, unmatched for another reason (e.g. mapping)
-        if any(c in op for c in _CASTS):
+        if is_cast(op):
             return
         where = rows[0].module_path
         self.one_sided.append(f"{op} in {where}" if where else op)

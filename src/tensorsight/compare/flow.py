@@ -37,7 +37,12 @@ __all__ = [
     "tensor_identity",
 ]
 
-_CASTS = ("aten._to_copy.", "aten.to.", "aten.type_as.", "aten.convert_element_type")
+# dtype conversions, by base name: aten/prims ops, msprobe's API calls, our api-level calls
+_CAST_BASES = frozenset(
+    {"_to_copy", "to", "type_as", "convert_element_type", "_autocast_to_reduced_precision",
+     "_autocast_to_full_precision", "float", "half", "bfloat16", "double", "type",
+     "npu_format_cast"}
+)  # fmt: skip
 # op base names (``aten.empty.memory_format`` -> ``empty``) whose outputs no op wrote
 ALLOCATION_OPS = frozenset(
     {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"}
@@ -48,6 +53,20 @@ def op_base(op: str) -> str:
     """``aten.empty.memory_format`` and msprobe's ``Torch.empty.0.forward`` -> ``empty``."""
     parts = op.split(".")
     return parts[1] if len(parts) > 1 else op
+
+
+def is_cast(op: str) -> bool:
+    """Whether ``op`` is a dtype conversion: one-sided in every autocast run.
+
+    Example:
+        >>> [is_cast(o) for o in ("aten._to_copy.default", "Tensor.float.0.forward",
+        ...  "torch.Tensor.to", "aten.topk.default", "Tensor.to_sparse.0.forward")]
+        [True, True, True, False, False]
+    """
+    parts = op.split(".")
+    if parts[0] == "torch":  # level="api": torch.Tensor.to, torch.Tensor.float
+        return parts[-1] in _CAST_BASES
+    return len(parts) > 1 and parts[1] in _CAST_BASES
 
 
 def tensor_identity(rec: TensorRecord) -> Hashable | None:
@@ -218,7 +237,7 @@ class Origins:
     def _target_source(self, p: Producer | None) -> Producer | None:
         """Follow the target's producer up through one-sided dtype casts (autocast's)."""
         for _ in range(8):
-            if p is None or p.index in self._mated or not p.op.startswith(_CASTS):
+            if p is None or p.index in self._mated or not is_cast(p.op):
                 return p
             op = self._target_ops.get(p.index)
             if op is None or not op.inputs:
