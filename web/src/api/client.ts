@@ -46,6 +46,41 @@ export async function getJson<T>(path: string, params: Params = {}): Promise<T> 
   return (await response.json()) as T;
 }
 
+/** Runs per request for the routes that take many `run` parameters: within every route's
+ * limit (`at most N runs per request`) and a URL of a few KiB. */
+export const RUN_CHUNK = 64;
+
+/**
+ * `getJson` for a route with a repeated `run` parameter: more runs than `size` go in chunks,
+ * fetched in parallel, whose answers `merge` folds into one (a sweep of 1,000 runs selected
+ * at once must not turn every chart into "at most 500 runs per request").
+ */
+export async function getJsonByRuns<T>(
+  path: string,
+  params: Params,
+  runs: string[],
+  merge: (parts: T[]) => T,
+  size: number = RUN_CHUNK,
+): Promise<T> {
+  if (runs.length <= size) return getJson<T>(path, { ...params, run: runs });
+  const parts: Promise<T>[] = [];
+  for (let i = 0; i < runs.length; i += size) parts.push(getJson<T>(path, { ...params, run: runs.slice(i, i + size) }));
+  return merge(await Promise.all(parts));
+}
+
+/** A `merge` for {@link getJsonByRuns}: the answers' `keys` lists concatenated, every other
+ * field from the first answer. */
+export function concatLists<T extends object>(...keys: (keyof T)[]): (parts: T[]) => T {
+  return (parts) => {
+    const out = { ...parts[0] } as T;
+    for (const key of keys) (out as Record<keyof T, unknown>)[key] = parts.flatMap((p) => p[key] as unknown[]);
+    return out;
+  };
+}
+
+/** The merge of the scalar routes' answers (`{ series: [...] }`). */
+export const mergeSeries = <T extends { series: unknown[] }>(parts: T[]): T => concatLists<T>("series")(parts);
+
 /** Decode the API's number encoding ("NaN", "Infinity", "-Infinity" for non-finite values). */
 export function toNumber(v: JsonNumber | null): number {
   if (v === null) return Number.NaN;

@@ -1,6 +1,6 @@
 // Audio view: one card per tag; a step slider over the steps of every selected run and, per
 // run, an <audio> player of its clip(s) at that step with sample rate, duration and label.
-import { buildUrl, getJson } from "../../api/client";
+import { buildUrl, concatLists, getJson, getJsonByRuns } from "../../api/client";
 import type { TagEntry } from "../../api/types";
 import { compileRegex } from "../../core/runlist";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
@@ -49,7 +49,7 @@ class AudioCard {
     if (!this.runs.length) return;
     let body: ClipsResponse;
     try {
-      body = await getJson<ClipsResponse>(`${API}/clips`, { tag: this.tag, run: this.runs });
+      body = await getJsonByRuns<ClipsResponse>(`${API}/clips`, { tag: this.tag }, this.runs, concatLists("runs", "missing"));
     } catch (err) {
       this.info.textContent = `error: ${String(err)}`;
       this.info.classList.add("error-text");

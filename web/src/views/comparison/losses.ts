@@ -1,6 +1,6 @@
 // Loss curves of the selected runs, overlaid next to the comparison table, when the logdir
 // also holds training summaries (read through the scalars view's API).
-import { getJson, toNumber } from "../../api/client";
+import { getJsonByRuns, mergeSeries, toNumber } from "../../api/client";
 import type { ScalarSeriesResponse } from "../../api/types";
 import { LineChart } from "../../core/chart";
 import { h, type BoardState } from "../../core/state";
@@ -49,9 +49,12 @@ export class LossCurves {
     }
     const tagLabel = this.el.querySelector("#cmp-loss-tag");
     if (tagLabel) tagLabel.textContent = ` ${tag}`;
-    const { series } = await getJson<{ series: ScalarSeriesResponse[] }>("/api/views/scalars/multi", {
-      tag, run: runs, x: "step", fields: "step,wall_time,value", width: this.chart.plotWidth(),
-    });
+    const { series } = await getJsonByRuns<{ series: ScalarSeriesResponse[] }>(
+      "/api/views/scalars/multi",
+      { tag, x: "step", fields: "step,wall_time,value", width: this.chart.plotWidth() },
+      runs,
+      mergeSeries,
+    );
     if (seq !== this.seq || !this.chart) return;
     this.chart.setData(series.map((s) => ({
       label: s.run, color: this.state.color(s.run), x: s.step ?? [], y: s.value.map(toNumber), axis: 0 as const,

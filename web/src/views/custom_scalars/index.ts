@@ -2,7 +2,7 @@
 // unless the layout says closed; charts load when their category opens), one chart per
 // layout chart: multiline charts plot every scalar tag of the selected runs that matches
 // one of the chart's regexes, margin charts a value line inside its lower/upper band.
-import { getJson, toNumber } from "../../api/client";
+import { concatLists, getJson, getJsonByRuns, toNumber } from "../../api/client";
 import type { JsonNumber, ScalarSeriesResponse } from "../../api/types";
 import { LineChart, type ChartSeries } from "../../core/chart";
 import { defaultColor } from "../../core/colors";
@@ -100,7 +100,11 @@ class CsCard {
   }
 
   private async multiline(runs: string[], width: number): Promise<[ChartSeries[], string[]]> {
-    const body = await getJson<MultilineResponse>(`${API}/multiline`, { tag_regex: this.spec.tags, run: runs, width });
+    const body = await getJsonByRuns<MultilineResponse>(`${API}/multiline`, { tag_regex: this.spec.tags, width }, runs, (parts) => ({
+      ...concatLists<MultilineResponse>("series")(parts),
+      matched: parts.reduce((n, p) => n + p.matched, 0),
+      truncated: parts.reduce((n, p) => n + p.truncated, 0),
+    }));
     const tags = new Set(body.series.map((s) => s.tag));
     const byTag = tags.size > 1;
     const series = body.series.map(
@@ -126,7 +130,7 @@ class CsCard {
     const series: ChartSeries[] = [];
     const notes: string[] = [];
     for (const m of this.spec.margins) {
-      const body = await getJson<MarginResponse>(`${API}/margin`, { ...m, run: runs, width });
+      const body = await getJsonByRuns<MarginResponse>(`${API}/margin`, { ...m, width }, runs, concatLists("series", "missing"));
       for (const s of body.series) {
         series.push({
           label: this.spec.margins.length > 1 ? `${s.run}/${m.value}` : s.run,

@@ -1,7 +1,7 @@
 // PR curves view: one card per tag; the selected runs' curves overlaid (precision against
 // recall), a step slider over the steps of every run, a threshold slider that marks each
 // curve's point and lists its counts, and a hover readout (core/hover) with thresholds.
-import { getJson } from "../../api/client";
+import { concatLists, getJson, getJsonByRuns } from "../../api/client";
 import type { TagEntry } from "../../api/types";
 import { LineChart, type ChartSeries } from "../../core/chart";
 import { formatNumber } from "../../core/format";
@@ -129,7 +129,12 @@ class PrCard {
     if (!this.runs.length) return;
     let body: PrCurvesResponse;
     try {
-      body = await getJson<PrCurvesResponse>(`${API}/curves`, { tag: this.tag, run: this.runs, step: this.step ?? undefined });
+      body = await getJsonByRuns<PrCurvesResponse>(
+        `${API}/curves`,
+        { tag: this.tag, step: this.step ?? undefined },
+        this.runs,
+        concatLists("curves", "missing"),
+      );
     } catch (err) {
       this.info.textContent = `error: ${String(err)}`;
       this.info.classList.add("error-text");

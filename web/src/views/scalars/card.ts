@@ -1,5 +1,5 @@
 // One scalars chart: a tag (or two composed tags) with the selected runs overlaid.
-import { buildUrl, getJson, toNumber } from "../../api/client";
+import { buildUrl, getJsonByRuns, mergeSeries, toNumber } from "../../api/client";
 import type { ScalarSeriesResponse } from "../../api/types";
 import { LineChart, type ChartSeries, type XKind, type ZoomBox } from "../../core/chart";
 import { smoothEma } from "../../core/smoothing";
@@ -131,15 +131,19 @@ export class ScalarCard {
       const runs = this.runs.get(tag) ?? [];
       if (!runs.length) return;
       requests.push(
-        getJson<{ series: ScalarSeriesResponse[] }>(`${API}/multi`, {
-          tag,
-          run: runs,
-          x: s.xKind,
-          fields: "step,wall_time,value", // all three: the hover readout shows them
-          xmin: zoom?.x.lo,
-          xmax: zoom?.x.hi,
-          width,
-        }).then((r) => r.series.map((one): [string, number, ScalarSeriesResponse] => [one.run, axis, one])),
+        getJsonByRuns<{ series: ScalarSeriesResponse[] }>(
+          `${API}/multi`,
+          {
+            tag,
+            x: s.xKind,
+            fields: "step,wall_time,value", // all three: the hover readout shows them
+            xmin: zoom?.x.lo,
+            xmax: zoom?.x.hi,
+            width,
+          },
+          runs,
+          mergeSeries,
+        ).then((r) => r.series.map((one): [string, number, ScalarSeriesResponse] => [one.run, axis, one])),
       );
     });
     let results: [string, number, ScalarSeriesResponse][];
