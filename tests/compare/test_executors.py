@@ -1,0 +1,144 @@
+"""Multi-rank compare on every executor: the same rows and first divergence everywhere.
+
+Four real ranks dumped by ``tensorsight.dump`` from a tiny MLP; the target's rank 2 has a
+planted bug (one weight scaled). Each executor gets the dump paths only.
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.conftest import run_cli
+
+torch = pytest.importorskip("torch")
+
+from tensorsight.capture import dump  # noqa: E402
+from tensorsight.compare import compare  # noqa: E402
+from tensorsight.compare.executors import RayExecutor, parse_executor  # noqa: E402
+from tensorsight.errors import UsageError  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+RANKS = 4
+BUG_RANK = 2
+
+
+def _capture(path, model, x):
+    with dump(path, mode="tensor", steps=[0], overwrite=True):
+        model(x).sum().backward()
+    return path
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ranks")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    x = torch.randn(4, 8)
+    ok = _capture(root / "ok", model, x)
+    with torch.no_grad():
+        model[2].weight.mul_(1.05)
+    bug = _capture(root / "bug", model, x)
+    bench, target, short = root / "bench", root / "target", root / "short"
+    for r in range(RANKS):
+        shutil.copytree(ok / "rank0", bench / f"rank{r}")
+        shutil.copytree((bug if r == BUG_RANK else ok) / "rank0", target / f"rank{r}")
+        if r < RANKS - 1:
+            shutil.copytree(ok / "rank0", short / f"rank{r}")
+    return {"bench": bench, "target": target, "short": short}
+
+
+@pytest.fixture(scope="module")
+def serial(dumps):
+    return compare(dumps["bench"], dumps["target"], executor="serial")
+
+
+def _same(result, reference):
+    assert result.to_json() == reference.to_json()  # every row, value and verdict
+
+
+def test_serial_names_the_planted_bug_at_its_rank(serial):
+    assert serial.ranks == tuple(range(RANKS))
+    assert serial.first_divergence_rank == BUG_RANK
+    assert serial.first_divergence.module_path == "Sequential.2"  # the scaled Linear
+    assert {r.rank for r in serial.rows if r.verdict == "error"} == {BUG_RANK}
+    assert serial.missing == ()
+
+
+def test_default_and_user_thread_pool_match_serial(dumps, serial):
+    _same(compare(dumps["bench"], dumps["target"]), serial)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        _same(compare(dumps["bench"], dumps["target"], executor=pool), serial)
+        assert pool.submit(int, "7").result() == 7  # left running: the caller owns it
+
+
+def test_local_process_pool_matches_serial(dumps, serial):
+    _same(compare(dumps["bench"], dumps["target"], executor="local:2"), serial)
+
+
+def test_dask_local_cluster_matches_serial(dumps, serial):
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, dashboard_address=None, processes=True
+    )
+    with cluster, distributed.Client(cluster) as client:
+        ex = client.get_executor(pure=False)
+        _same(compare(dumps["bench"], dumps["target"], executor=ex), serial)
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_matches_serial(ray_local, dumps, serial):
+    _same(compare(dumps["bench"], dumps["target"], executor=RayExecutor()), serial)
+    # the spec form uses the running Ray and leaves it running
+    _same(compare(dumps["bench"], dumps["target"], executor="ray"), serial)
+    assert ray_local.is_initialized()
+
+
+def test_a_rank_in_one_dump_only_is_named_missing(dumps):
+    result = compare(dumps["short"], dumps["bench"], executor="serial")
+    assert result.ranks == (0, 1, 2)
+    assert [(m.rank, "only the target dump" in m.reason) for m in result.missing] == [(3, True)]
+    assert result.status == "not comparable"
+    assert "rank 3 not compared" in result.header_note
+
+
+def test_a_failing_pair_is_named_and_the_others_are_compared(dumps, tmp_path):
+    target = tmp_path / "target"
+    shutil.copytree(dumps["target"], target)
+    for shard in (target / "rank1").rglob("*.safetensors"):
+        shard.write_bytes(b"not a tensor file")
+    result = compare(dumps["bench"], target, executor="threads:2")
+    assert [m.rank for m in result.missing] == [1]
+    assert "its task failed" in result.missing[0].reason
+    assert result.ranks == (0, 2, 3)
+    assert result.first_divergence_rank == BUG_RANK
+
+
+def test_cli_exits_3_naming_the_missing_rank(dumps):
+    out = run_cli("compare", str(dumps["bench"]), str(dumps["short"]), "-q", "--executor", "serial")
+    assert out.returncode == 3, out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("error: rank 3 not compared: only the bench dump")
+    assert "\n" not in line
+
+
+def test_cli_bad_executor_spec_exits_2(dumps):
+    out = run_cli("compare", str(dumps["bench"]), str(dumps["target"]), "--executor", "spark")
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: Option --executor 'spark': not an executor.")
+
+
+@pytest.mark.parametrize("spec", ["serial:2", "local:0", "threads://x", "ray:x"])
+def test_bad_specs_are_refused(spec):
+    with pytest.raises(UsageError, match="not an executor"):
+        parse_executor(spec)
