@@ -6,7 +6,12 @@ planted bug (one weight scaled). Each executor gets the dump paths only.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -142,3 +147,88 @@ def test_cli_bad_executor_spec_exits_2(dumps):
 def test_bad_specs_are_refused(spec):
     with pytest.raises(UsageError, match="not an executor"):
         parse_executor(spec)
+
+
+@pytest.mark.parametrize("kind", ["dask", "ray"])
+def test_cli_without_the_package_names_the_extra(dumps, tmp_path, kind):
+    # a package that fails to import, first on the path, stands for one not installed
+    module = {"dask": "distributed", "ray": "ray"}[kind]
+    (tmp_path / module).mkdir()
+    (tmp_path / module / "__init__.py").write_text(f"raise ImportError('No module {module}')\n")
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    out = subprocess.run(
+        [sys.executable, "-m", "tensorsight", "compare", str(dumps["bench"]),
+         str(dumps["target"]), "--executor", kind],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert (
+        out.stderr
+        == f"error: --executor {kind} needs {module}: pip install 'tensorsight[{kind}]'\n"
+    )
+
+
+class _GatedPool(ThreadPoolExecutor):
+    """One thread; every rank but 0 waits for the gate, so ranks 2 and 3 are still queued."""
+
+    def __init__(self):
+        super().__init__(max_workers=1)
+        self.gate = threading.Event()
+        self.futures = {}
+
+    def submit(self, fn, task, /):
+        def run():
+            if task.rank:
+                self.gate.wait(30)
+            return fn(task)
+
+        future = super().submit(run)
+        self.futures[task.rank] = future
+        return future
+
+
+def test_an_interrupt_cancels_the_pairs_not_started(dumps):
+    def progress(done, total):
+        raise KeyboardInterrupt
+
+    pool = _GatedPool()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            compare(dumps["bench"], dumps["target"], executor=pool, progress=progress)
+        assert pool.futures[0].done()
+        assert [pool.futures[r].cancelled() for r in (2, 3)] == [True, True]
+    finally:
+        pool.gate.set()
+        pool.shutdown()
+
+
+def test_progress_counts_rank_pairs_as_they_finish(dumps):
+    seen = []
+    compare(
+        dumps["bench"], dumps["target"], executor="threads:2", progress=lambda *a: seen.append(a)
+    )
+    assert seen == [(i, RANKS) for i in range(1, RANKS + 1)]
+
+
+def test_missing_pairs_survive_the_json_export(dumps):
+    from tensorsight.compare.result import Comparison
+
+    result = compare(dumps["short"], dumps["bench"], executor="serial")
+    back = Comparison.from_json(result.to_json())
+    assert back.missing == result.missing
+    assert back.status == "not comparable"
+
+
+@pytest.mark.parametrize("spec", ["local:2", "dask:1"])
+def test_cli_executor_finds_the_bug_at_its_rank(dumps, serial, tmp_path, spec):
+    if spec.startswith("dask"):
+        pytest.importorskip("distributed")
+    out = run_cli(
+        "compare", str(dumps["bench"]), str(dumps["target"]), "-q", "--executor", spec,
+        "-o", str(tmp_path), "--format", "json",
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    doc = json.loads((tmp_path / "comparison.json").read_text())
+    assert doc["first_divergence_rank"] == BUG_RANK
+    assert doc["first_divergence"] == serial.first_divergence_row

@@ -88,7 +88,7 @@ def register(subparsers: Any) -> None:
         metavar="SPEC",
         help=(
             "where rank pairs run: serial, threads[:N], local[:N] (spawn processes), "
-            "dask[://HOST:PORT], ray[://ADDR] (default: threads for several ranks)"
+            "dask[:N|://HOST:PORT], ray[:N|://ADDR] (default: threads for several ranks)"
         ),
     )
     p.add_argument("-j", "--jobs", type=int, default=None, help="threads per rank pair")

@@ -12,10 +12,12 @@ Built in (``spec`` strings, as ``compare(..., executor=spec)`` and ``--executor`
 ``threads[:N]``        a thread pool in this process (N threads, default ``min(8, cpus)``)
 ``local[:N]``          a spawn process pool of N workers (default: the CPU count), each with
                        its BLAS/OpenMP threads pinned to 1 (:func:`local_pool`)
-``dask[://HOST:PORT]`` a ``distributed.Client``'s executor: the scheduler at HOST:PORT, or a
-                       ``LocalCluster`` of one-thread worker processes (``tensorsight[dask]``)
-``ray[://ADDR]``       Ray tasks (:class:`RayExecutor`): the Ray Client at ADDR, the running
-                       Ray instance, or a local one started here (``tensorsight[ray]``)
+``dask[:N]``           a ``distributed.Client``'s executor over a ``LocalCluster`` of N one-thread
+                       worker processes (default: the CPU count) (``tensorsight[dask]``)
+``dask://HOST:PORT``   the same over the scheduler at ``tcp://HOST:PORT``
+``ray[:N]``            Ray tasks (:class:`RayExecutor`) on the running Ray instance, or on a
+                       local one started here with N CPUs (``tensorsight[ray]``)
+``ray://ADDR``         Ray tasks through the Ray Client at ``ray://ADDR``
 =====================  ========================================================================
 
 An executor passed as an object is used as it is and never shut down here; one made from a
@@ -55,7 +57,7 @@ __all__ = [
     "parse_executor",
 ]
 
-EXECUTOR_SPECS = "serial | threads[:N] | local[:N] | dask[://HOST:PORT] | ray[://ADDR]"
+EXECUTOR_SPECS = "serial | threads[:N] | local[:N] | dask[:N|://HOST:PORT] | ray[:N|://ADDR]"
 
 _SPEC = re.compile(r"(?P<kind>serial|threads|local|dask|ray)(?::(?P<n>\d+)|(?P<addr>://\S+))?")
 
