@@ -7,15 +7,17 @@ planted bug (one weight scaled). Each executor gets the dump paths only.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
+from tests.compare._dying import exit_on_rank
 from tests.conftest import run_cli
 
 torch = pytest.importorskip("torch")
@@ -232,3 +234,44 @@ def test_cli_executor_finds_the_bug_at_its_rank(dumps, serial, tmp_path, spec):
     doc = json.loads((tmp_path / "comparison.json").read_text())
     assert doc["first_divergence_rank"] == BUG_RANK
     assert doc["first_divergence"] == serial.first_divergence_row
+
+
+class _FlakyPool(ThreadPoolExecutor):
+    """Rank 1's first task raises, as when its worker was lost; its retry runs normally."""
+
+    def __init__(self):
+        super().__init__(max_workers=2)
+        self.calls = []
+
+    def submit(self, fn, task, /):
+        self.calls.append(task.rank)
+        if task.rank == 1 and self.calls.count(1) == 1:
+            return super().submit(_raise, OSError("worker lost"))
+        return super().submit(fn, task)
+
+
+def _raise(exc):
+    raise exc
+
+
+def test_a_pair_that_fails_once_is_retried(dumps, serial):
+    with _FlakyPool() as pool:
+        result = compare(dumps["bench"], dumps["target"], executor=pool)
+    assert pool.calls.count(1) == 2
+    assert pool.calls[-1] == 1  # retried after the others
+    _same(result, serial)
+
+
+class _DyingPool(ProcessPoolExecutor):
+    def submit(self, fn, task, /):
+        return super().submit(exit_on_rank, 1, fn, task)
+
+
+def test_a_worker_that_dies_leaves_a_result_naming_the_missing_pairs(dumps):
+    with _DyingPool(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        result = compare(dumps["bench"], dumps["target"], executor=pool)
+    lost = [m.rank for m in result.missing]
+    assert 1 in lost
+    assert sorted([*result.ranks, *lost]) == list(range(RANKS))
+    assert all("BrokenProcessPool" in m.reason for m in result.missing)
+    assert result.status == "not comparable"

@@ -114,10 +114,9 @@ def compare(
             (used as it is, never shut down here) or a spec of
             :mod:`tensorsight.compare.executors` (``"serial"``, ``"threads:N"``,
             ``"local:N"``, ``"dask://host:8786"``, ``"ray"``). Default: one pair runs in
-            this process; several run on :data:`DEFAULT_EXECUTOR` (``threads`` when a
-            custom metric, registered in this process only, is among ``metrics``). A
-            pair that fails, or a rank only one dump holds, is named in the result's
-            ``missing``.
+            this process; several run on :data:`DEFAULT_EXECUTOR`. A pair whose task
+            fails (it is retried once), or a rank only one dump holds, is named in the
+            result's ``missing``.
 
     Returns:
         A :class:`~tensorsight.compare.result.Comparison`.
@@ -219,9 +218,10 @@ def _run_pairs(
     """Each rank pair's :class:`PairResult`, in rank order; failed pairs go to ``missing``.
 
     One pair without an executor runs here with ``jobs`` threads and per-tensor progress;
-    otherwise every pair is a task on the executor (``progress`` then counts pairs) and a
-    task that raises is named in ``missing`` while the others go on, unless the error is
-    the caller's (a bad option fails every pair alike and is raised).
+    otherwise every pair is a task on the executor (``progress`` then counts pairs). A task
+    that raises is submitted once more after the others, then named in ``missing`` while
+    the others go on, unless the error is the caller's (a bad option fails every pair
+    alike and is raised).
     """
     # pairs.py is built on this module's per-pair functions, so it is imported here
     from tensorsight.compare.pairs import PairTask, compare_pair
@@ -231,8 +231,6 @@ def _run_pairs(
         task = PairTask(bench, target, ranks[0], jobs=threads, **options)
         return [compare_pair(task, progress)]
     spec = DEFAULT_EXECUTOR if executor is None else executor
-    if spec == "local" and options.get("custom"):
-        spec = "threads"  # a metric registered in this process may not import elsewhere
     one_at_a_time = spec == "serial" or isinstance(spec, SerialExecutor)
     per_pair = threads if one_at_a_time else (jobs or 1)
     tasks = [PairTask(bench, target, r, jobs=per_pair, **options) for r in ranks]
@@ -243,16 +241,23 @@ def _run_pairs(
             if isinstance(spec, str)
             else spec
         )
-        for done, (task, future) in enumerate(iter_completed(ex, compare_pair, tasks), 1):
-            try:
-                out[task.rank] = future.result()
-            except (UsageError, MissingDependencyError):
-                raise  # every pair would fail the same way
-            except Exception as exc:  # a pair's failure is part of the result
-                why = f"its task failed ({type(exc).__name__}: {exc})"
-                missing.append(MissingPair(task.rank, why))
-            if progress is not None:
-                progress(done, len(tasks))
+        retry: list[PairTask] = []  # filled by the first round, run once it is over
+        done = 0
+        for final, batch in ((False, tasks), (True, retry)):
+            for task, future in iter_completed(ex, compare_pair, batch):
+                try:
+                    out[task.rank] = future.result()
+                except (UsageError, MissingDependencyError):
+                    raise  # every pair would fail the same way
+                except Exception as exc:  # a pair's failure is part of the result
+                    if not final:
+                        retry.append(task)  # a worker lost, a file being replaced: once more
+                        continue
+                    why = f"its task failed, and again when retried ({type(exc).__name__}: {exc})"
+                    missing.append(MissingPair(task.rank, why))
+                done += 1
+                if progress is not None:
+                    progress(done, len(tasks))
     return [out[r] for r in ranks if r in out]
 
 

@@ -288,7 +288,8 @@ def iter_completed(
     At most ``window`` tasks are in flight (default: all of them; a
     :class:`SerialExecutor` runs one at a time, so its results stream too). On any
     exception while waiting, a ``KeyboardInterrupt`` included, the futures not yet done
-    are cancelled before it propagates.
+    are cancelled before it propagates. A ``submit`` that raises (a pool whose worker
+    died) gives a future holding that error, so the item is reported like a failed task.
     """
     todo = iter(items)
     if window is None:
@@ -300,7 +301,7 @@ def iter_completed(
                 item = next(todo, _END)
                 if item is _END:
                     break
-                pending[executor.submit(fn, item)] = item
+                pending[_submit(executor, fn, item)] = item
             if not pending:
                 return
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -313,3 +314,13 @@ def iter_completed(
 
 
 _END = object()
+
+
+def _submit(executor: Executor, fn: Callable[[Any], Any], item: Any) -> Future[Any]:
+    """``executor.submit(fn, item)``; a refusal (a broken pool) becomes that task's error."""
+    try:
+        return executor.submit(fn, item)
+    except Exception as exc:
+        future: Future[Any] = Future()
+        future.set_exception(exc)
+        return future
