@@ -17,7 +17,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
-from tests.compare._dying import exit_on_rank
+from tests.compare._workers import environ as _environ
+from tests.compare._workers import exit_on_rank
 from tests.conftest import run_cli
 
 torch = pytest.importorskip("torch")
@@ -275,3 +276,12 @@ def test_a_worker_that_dies_leaves_a_result_naming_the_missing_pairs(dumps):
     assert sorted([*result.ranks, *lost]) == list(range(RANKS))
     assert all("BrokenProcessPool" in m.reason for m in result.missing)
     assert result.status == "not comparable"
+
+
+def test_local_pool_workers_pin_blas_and_openmp_to_one_thread():
+    from tensorsight.compare._pin import PIN_VARIABLES
+    from tensorsight.compare.executors import local_pool
+
+    with local_pool(1) as pool:
+        seen = pool.submit(_environ, PIN_VARIABLES).result()
+    assert seen == ["1"] * len(PIN_VARIABLES)

@@ -25,7 +25,7 @@ examples:
   tensorsight compare a/ b/ -o report/ --format csv,xlsx,json,html,node_data,summary
   tensorsight compare a/ b/ --profile classic --metrics cosine,max_abs_err,kl_div
   tensorsight compare a/ b/ --mapping map.yaml --rank 0 --step 3 --jobs 4
-  tensorsight compare a/ b/ --executor local:8                 8 worker processes, one rank each
+  tensorsight compare a/ b/ --executor local:8                 ranks on 8 worker processes
   tensorsight compare a/ b/ --executor dask://sched:8786       on a Dask cluster (tensorsight[dask])
   tensorsight compare a/ b/ --executor ray                     on Ray (tensorsight[ray])
   tensorsight compare a/ b/ --replay                           confirm the first divergent op

@@ -1,4 +1,4 @@
-"""Task wrappers for tests/compare/test_executors.py, importable in a spawn worker (no torch)."""
+"""Task functions for tests/compare/test_executors.py, importable in a spawn worker (no torch)."""
 
 from __future__ import annotations
 
@@ -11,3 +11,8 @@ def exit_on_rank(rank: int, fn: Any, task: Any) -> Any:
     if task.rank == rank:
         os._exit(1)
     return fn(task)
+
+
+def environ(names: tuple[str, ...]) -> list[str | None]:
+    """The worker's values of the environment variables ``names``."""
+    return [os.environ.get(n) for n in names]
