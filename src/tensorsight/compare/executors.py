@@ -292,12 +292,12 @@ def iter_completed(
     died) gives a future holding that error, so the item is reported like a failed task.
     """
     todo = iter(items)
-    if window is None:
-        window = 1 if isinstance(executor, SerialExecutor) else 1 << 62
+    if window is None and isinstance(executor, SerialExecutor):
+        window = 1
     pending: dict[Future[Any], Any] = {}
     try:
         while True:
-            while len(pending) < window:
+            while window is None or len(pending) < window:
                 item = next(todo, _END)
                 if item is _END:
                     break
