@@ -1,8 +1,10 @@
 """``tensorsight compare``: the command line over :func:`tensorsight.compare.engine.compare`.
 
 Exit codes: 0 the runs agree (no ``error`` row), 1 a divergence was found, 2 usage or
-input error (an incomplete dump included), 3 not comparable (too few tensors paired, or an
-incomplete dump compared with ``--allow-incomplete``). Imports nothing heavy at module level.
+input error (an incomplete dump included, a missing ``dask``/``ray`` package), 3 not
+comparable (too few tensors paired, an incomplete dump compared with ``--allow-incomplete``,
+or a rank pair not compared: in one dump only, or its task failed; 3 then wins over 1, since
+the first divergence may lie in the missing pair). Imports nothing heavy at module level.
 """
 
 from __future__ import annotations
@@ -23,12 +25,16 @@ examples:
   tensorsight compare a/ b/ -o report/ --format csv,xlsx,json,html,node_data,summary
   tensorsight compare a/ b/ --profile classic --metrics cosine,max_abs_err,kl_div
   tensorsight compare a/ b/ --mapping map.yaml --rank 0 --step 3 --jobs 4
+  tensorsight compare a/ b/ --executor local:8                 ranks on 8 worker processes
+  tensorsight compare a/ b/ --executor dask://sched:8786       on a Dask cluster (tensorsight[dask])
+  tensorsight compare a/ b/ --executor ray                     on Ray (tensorsight[ray])
   tensorsight compare a/ b/ --replay                           confirm the first divergent op
   tensorsight compare a/ b/ -o report/ --open                  then show it in the board
 
 exit codes: 0 the runs agree, 1 a divergence was found, 2 usage or input error (an
 incomplete dump: cut off, or a step without ops), 3 not comparable (fewer than half the
-bench tensors found a counterpart, or --allow-incomplete).
+bench tensors found a counterpart, --allow-incomplete, or a rank pair not compared: in one
+dump only, or its task failed; named on stderr, and 3 even when another rank diverged).
 """
 
 
@@ -76,7 +82,16 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="compare a dump that was cut off anyway; every report then says INCOMPLETE",
     )
-    p.add_argument("-j", "--jobs", type=int, default=None, help="worker threads")
+    p.add_argument(
+        "--executor",
+        default=None,
+        metavar="SPEC",
+        help=(
+            "where rank pairs run: serial, threads[:N], local[:N] (spawn processes), "
+            "dask[:N|://HOST:PORT], ray[:N|://ADDR] (default: threads for several ranks)"
+        ),
+    )
+    p.add_argument("-j", "--jobs", type=int, default=None, help="threads per rank pair")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary or progress bar")
     # run() closes every file it writes, so the process may skip interpreter teardown
     p.set_defaults(func=run, fast_exit=True)
@@ -146,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: Any) -> int:
     from tensorsight.compare.engine import compare
+    from tensorsight.compare.executors import parse_executor
+
+    if args.executor is not None:
+        parse_executor(args.executor)  # a bad spec fails before any dump is opened
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -163,6 +182,7 @@ def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: 
             progress=progress,
             jobs=args.jobs,
             allow_incomplete=args.allow_incomplete,
+            executor=args.executor,
         )
     written = _write(result, Path(args.output), formats) if args.output else []
     if not args.quiet:
@@ -174,6 +194,9 @@ def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: 
     if args.open:
         # the compare layer may not import the board; the top-level CLI serves it (cli.main)
         args.open_board = Path(args.output)
+    if result.missing:  # the first divergence may lie in a pair that was not compared
+        print(f"error: {result.missing_line}", file=sys.stderr)
+        return NOT_COMPARABLE
     return {"agree": 0, "diverged": 1}.get(result.status, NOT_COMPARABLE)
 
 

@@ -11,15 +11,16 @@ bounded by the largest tensor pair, not by the dump size.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,7 +28,8 @@ from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
-from tensorsight.compare.flow import Origins, forget_flows
+from tensorsight.compare.executors import SerialExecutor, iter_completed, open_executor
+from tensorsight.compare.flow import Origins
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
     BUILTIN_KEYS,
@@ -43,13 +45,17 @@ from tensorsight.compare.result import (
     METRIC_COLUMNS,
     MIN_MATCHED_FRACTION,
     Comparison,
+    MissingPair,
     OpComparison,
     Verdict,
     attr_name,
 )
 from tensorsight.dumpformat.reader import Dump, DumpStep, read_dump
 from tensorsight.dumpformat.schema import OpRecord, TensorRecord
-from tensorsight.errors import CompareError, UsageError
+from tensorsight.errors import CompareError, MissingDependencyError, UsageError
+
+if TYPE_CHECKING:
+    from tensorsight.compare.pairs import PairResult
 
 __all__ = ["Progress", "compare"]
 
@@ -83,6 +89,7 @@ def compare(
     progress: Progress | None = None,
     jobs: int | None = None,
     allow_incomplete: bool | None = None,
+    executor: Executor | str | None = None,
 ) -> Comparison:
     """Compare two dumps op by op and find the first op whose added error exceeds its budget.
 
@@ -96,11 +103,20 @@ def compare(
         mapping: User op mapping (path to YAML/JSON, or the parsed list).
         rank: Rank or ranks to compare (default: every rank both dumps hold).
         step: Step to compare (default: the first step of each rank).
-        progress: Called as ``progress(done, total)`` after each tensor pair.
-        jobs: Worker threads (default: ``min(8, cpu count)``).
+        progress: Called as ``progress(done, total)`` after each tensor pair of a
+            single-rank comparison, after each rank pair (as it finishes) otherwise.
+        jobs: Threads that measure one rank pair's tensor pairs (default: ``min(8, cpu
+            count)`` when the pairs run one at a time, 1 on a pool's workers).
         allow_incomplete: Compare a dump whose manifest says incomplete (a run cut off) or
             a step without ops anyway; the result's ``incomplete`` says why and it never
             "agrees" (default: refuse with :class:`CompareError`).
+        executor: Where the rank pairs run: any :class:`concurrent.futures.Executor`
+            (used as it is, never shut down here) or a spec of
+            :mod:`tensorsight.compare.executors` (``"serial"``, ``"threads:N"``,
+            ``"local:N"``, ``"dask://host:8786"``, ``"ray"``). Default: one pair runs in
+            this process; several run on :data:`DEFAULT_EXECUTOR`. A pair whose task
+            fails (it is retried once), or a rank only one dump holds, is named in the
+            result's ``missing``.
 
     Returns:
         A :class:`~tensorsight.compare.result.Comparison`.
@@ -111,7 +127,8 @@ def compare(
         CompareError: The dumps share no rank, or a tensorsight dump and an msprobe dump
             are at levels whose calls cannot be paired (an op-level dump against msprobe),
             or a dump is incomplete (without ``allow_incomplete``).
-        UsageError: Unknown metric or profile, bad mapping selector.
+        UsageError: Unknown metric or profile, bad mapping selector, bad executor spec.
+        MissingDependencyError: ``dask``/``ray`` executor without its package.
 
     Example (skipped by the doctest run: it needs two dumps on disk, see
     ``docs/guide/compare.md``):
@@ -120,49 +137,37 @@ def compare(
         >>> print(result.summary())  # doctest: +SKIP
     """
     keys = tuple(metrics) if metrics is not None else BUILTIN_KEYS
-    for key in keys:
-        get_metric(key)  # unknown keys fail fast with a close-match hint
+    custom = tuple(s for s in (get_metric(k) for k in keys) if not s.builtin)  # fail fast
     prof = get_profile(profile)
     maps = load_mapping(os.fspath(mapping)) if isinstance(mapping, (str, os.PathLike)) else mapping
-    bd, td = _open(bench), _open(target)
-    ranks = _ranks(bd, td, rank)
-    workers = jobs if jobs is not None else min(8, os.cpu_count() or 1)
-    if workers < 1:
+    if jobs is not None and jobs < 1:
         msg = f"Option jobs {jobs!r}: must be at least 1. Expected a positive integer."
         raise UsageError(msg)
-    counter = _Counter(progress)
-    formats = (bd.format, td.format)  # tensorsight vs msprobe pairs by call names
+    bd, td = _open(bench), _open(target)
+    ranks, missing = _ranks(bd, td, rank)
     gaps = [g for d in (bd, td) for g in _incomplete(d, ranks)]
-    lock = threading.Lock()
-
-    def one_rank(r: int) -> list[OpComparison]:
-        bs, ts = bd.step(r, step), td.step(r, step)
-        if bool(bs.ops) != bool(ts.ops):  # one side recorded nothing in this step
-            empty, d = (bs, bd) if not bs.ops else (ts, td)
-            with lock:
-                gaps.append(f"Dump {str(d.path)!r}: rank {r} step {empty.step} has no ops")
-        try:
-            return _compare_rank(bs, ts, keys, prof, maps, pool, counter, formats)
-        finally:
-            bs.close()
-            ts.close()
-            forget_flows()
-
-    # ranks run in parallel; their tensor pairs share one pool of worker threads
-    with (
-        ThreadPoolExecutor(max_workers=workers) as pool,
-        ThreadPoolExecutor(max_workers=min(len(ranks), 16)) as rank_pool,
-    ):
-        per_rank = list(rank_pool.map(one_rank, ranks))
+    if gaps and not allow_incomplete:  # known before any tensor is read
+        raise CompareError(_refusal(gaps[0]))
+    results = _run_pairs(
+        str(bd.path), str(td.path), ranks, missing, executor, progress, jobs,
+        step=step, metrics=keys, custom=custom,
+        profile=prof if not isinstance(profile, str) and profile is not None else profile,
+        mapping=maps,
+    )  # fmt: skip
+    gaps += [g for res in results for g in res.gaps]
     if gaps and not allow_incomplete:
-        msg = (
-            f"{gaps[0]}, so an agreement would mean nothing. Record the run again, pick "
-            "another --step, or pass --allow-incomplete (allow_incomplete=True) to compare "
-            "what is there."
-        )
-        raise CompareError(msg)
-    rows = [_neutral(row) for rr in per_rank for row in rr]
-    if not rows:  # "the runs agree" would be said of nothing at all
+        raise CompareError(_refusal(gaps[0]))
+    rows: list[OpComparison] = []
+    first: int | None = None
+    best: tuple[int, int] | None = None
+    for res in results:  # in rank order; each pair knows its own first divergence
+        if res.first_divergence is not None:
+            row = res.rows[res.first_divergence]
+            key = (row.index or 0, res.rank)
+            if best is None or key < best:
+                best, first = key, len(rows) + res.first_divergence
+        rows.extend(res.rows)
+    if not rows and not missing:  # "the runs agree" would be said of nothing at all
         which = "the first step" if step is None else f"step {step}"
         msg = (
             f"Dumps {str(bd.path)!r} and {str(td.path)!r}: {which} has no recorded ops on "
@@ -170,7 +175,7 @@ def compare(
             "(tensorsight inspect DUMP lists them)."
         )
         raise CompareError(msg)
-    first = _first_divergence(rows)
+    compared = [res.rank for res in results]
     settings = settings_differences(bd.manifest(ranks[0]), td.manifest(ranks[0]))
     advice = advise(rows, first, settings=settings)
     for a in advice:  # the row an advice is about carries its mechanism
@@ -183,12 +188,80 @@ def compare(
         first_divergence_row=first,
         profile=prof.name,
         metrics=keys,
-        ranks=tuple(ranks),
+        ranks=tuple(compared),
         step=step,
         advice=tuple(advice),
         incomplete="; ".join(gaps) if gaps else None,
         not_comparable=_not_comparable(rows),
+        missing=tuple(sorted(missing, key=lambda m: m.rank)),
     )
+
+
+def _refusal(gap: str) -> str:
+    return (
+        f"{gap}, so an agreement would mean nothing. Record the run again, pick "
+        "another --step, or pass --allow-incomplete (allow_incomplete=True) to compare "
+        "what is there."
+    )
+
+
+def _run_pairs(
+    bench: str,
+    target: str,
+    ranks: Sequence[int],
+    missing: list[MissingPair],
+    executor: Executor | str | None,
+    progress: Progress | None,
+    jobs: int | None,
+    **options: Any,
+) -> list[PairResult]:
+    """Each rank pair's :class:`PairResult`, in rank order; failed pairs go to ``missing``.
+
+    One pair without an executor runs here with ``jobs`` threads and per-tensor progress;
+    otherwise every pair is a task on the executor (``progress`` then counts pairs). A task
+    that raises is submitted once more after the others, then named in ``missing`` while
+    the others go on, unless the error is the caller's (a bad option fails every pair
+    alike and is raised).
+    """
+    # pairs.py is built on this module's per-pair functions, so it is imported here
+    from tensorsight.compare.pairs import PairTask, compare_pair
+
+    threads = jobs if jobs is not None else min(8, os.cpu_count() or 1)
+    if executor is None and len(ranks) == 1:
+        task = PairTask(bench, target, ranks[0], jobs=threads, **options)
+        return [compare_pair(task, progress)]
+    spec = DEFAULT_EXECUTOR if executor is None else executor
+    one_at_a_time = spec == "serial" or isinstance(spec, SerialExecutor)
+    per_pair = threads if one_at_a_time else (jobs or 1)
+    tasks = [PairTask(bench, target, r, jobs=per_pair, **options) for r in ranks]
+    out: dict[int, PairResult] = {}
+    with contextlib.ExitStack() as stack:
+        ex = (
+            stack.enter_context(open_executor(spec, pairs=len(tasks)))
+            if isinstance(spec, str)
+            else spec
+        )
+        retry: list[PairTask] = []  # filled by the first round, run once it is over
+        done = 0
+        for final, batch in ((False, tasks), (True, retry)):
+            for task, future in iter_completed(ex, compare_pair, batch):
+                try:
+                    out[task.rank] = future.result()
+                except (UsageError, MissingDependencyError):
+                    raise  # every pair would fail the same way
+                except Exception as exc:  # a pair's failure is part of the result
+                    if not final:
+                        retry.append(task)  # a worker lost, a file being replaced: once more
+                        continue
+                    why = f"its task failed, and again when retried ({type(exc).__name__}: {exc})"
+                    missing.append(MissingPair(task.rank, why))
+                done += 1
+                if progress is not None:
+                    progress(done, len(tasks))
+    return [out[r] for r in ranks if r in out]
+
+
+DEFAULT_EXECUTOR = "threads"  # multi-rank input without executor= (see benchmarks/bench_scale)
 
 
 def _incomplete(d: Dump, ranks: Sequence[int]) -> list[str]:
@@ -253,7 +326,10 @@ class _Counter:
                 self.progress(self.done, self.total)
 
 
-def _ranks(bd: Dump, td: Dump, rank: int | Sequence[int] | None) -> list[int]:
+def _ranks(
+    bd: Dump, td: Dump, rank: int | Sequence[int] | None
+) -> tuple[list[int], list[MissingPair]]:
+    """The ranks to compare and the ranks only one dump holds (when ``rank`` is ``None``)."""
     common = [r for r in bd.ranks if r in td.ranks]
     if rank is not None:
         wanted = [rank] if isinstance(rank, int) else list(rank)
@@ -264,14 +340,20 @@ def _ranks(bd: Dump, td: Dump, rank: int | Sequence[int] | None) -> list[int]:
                 "Pick a rank both dumps recorded."
             )
             raise UsageError(msg)
-        return wanted
+        return wanted, []
     if not common:
         msg = (
             f"Dumps {str(bd.path)!r} and {str(td.path)!r}: no rank in common. Expected "
             f"shared ranks, got {bd.ranks} and {td.ranks}."
         )
         raise CompareError(msg)
-    return common
+    one_sided = [
+        MissingPair(r, f"only the {side} dump {str(d.path)!r} has it")
+        for side, d, other in (("bench", bd, td), ("target", td, bd))
+        for r in d.ranks
+        if r not in other.ranks
+    ]
+    return common, one_sided
 
 
 def _first_divergence(rows: Sequence[OpComparison]) -> int | None:

@@ -13,6 +13,7 @@ This docstring is the spec of the JSON export (``Comparison.to_json``), schema v
       "first_divergence_rank": <rank> | null,
       "incomplete": "<why>" | null,         # a dump was cut off (compare --allow-incomplete)
       "not_comparable": "<why>" | null,     # too few tensors found a counterpart
+      "missing": [{"rank": <rank>, "reason": "<why>"}, ...],  # rank pairs not compared
       "advice": [{"mechanism": ..., "evidence": ..., "row": <row position> | null}, ...],
       "rows": [{<column>: <value>, ...}, ...]   # keys = COLUMNS, in that order
     }
@@ -51,6 +52,7 @@ __all__ = [
     "VERDICTS",
     "Advice",
     "Comparison",
+    "MissingPair",
     "OpComparison",
     "Verdict",
     "attr_name",
@@ -272,6 +274,19 @@ class Advice:
 
 
 @dataclass(frozen=True)
+class MissingPair:
+    """A rank pair a comparison could not compare.
+
+    Attributes:
+        rank: The rank.
+        reason: One sentence: the rank is in one dump only, or its task failed (and why).
+    """
+
+    rank: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything a comparison found; returned by :func:`tensorsight.compare`.
 
@@ -291,6 +306,8 @@ class Comparison:
         not_comparable: Why the runs cannot be said to agree (fewer than
             :data:`MIN_MATCHED_FRACTION` of the bench tensors found a counterpart);
             ``None`` otherwise.
+        missing: Rank pairs not compared (a rank in one dump only, a task that failed);
+            the result then never "agrees" and its first divergence may lie elsewhere.
         schema_version: :data:`SCHEMA_VERSION`.
     """
 
@@ -305,6 +322,7 @@ class Comparison:
     advice: tuple[Advice, ...] = ()
     incomplete: str | None = None
     not_comparable: str | None = None
+    missing: tuple[MissingPair, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     # ------------------------------------------------------------------ queries
@@ -344,11 +362,11 @@ class Comparison:
 
     @property
     def status(self) -> str:
-        """``diverged`` (an error row), ``not comparable`` (incomplete input, or too few
-        tensors paired) or ``agree``."""
+        """``diverged`` (an error row), ``not comparable`` (incomplete input, a rank pair
+        missing, or too few tensors paired) or ``agree``."""
         if any(r.verdict == "error" for r in self.rows):
             return "diverged"
-        if self.incomplete is not None or self.not_comparable is not None:
+        if self.incomplete is not None or self.not_comparable is not None or self.missing:
             return "not comparable"
         return "agree"
 
@@ -357,9 +375,24 @@ class Comparison:
         """The line every report puts first when the result cannot be trusted as "agree"."""
         if self.incomplete is not None:
             return f"INCOMPLETE: {self.incomplete}"
+        if self.missing:
+            return f"INCOMPLETE: {self.missing_line}"
         if self.not_comparable is not None:
             return f"NOT COMPARABLE: {self.not_comparable}"
         return None
+
+    @property
+    def missing_line(self) -> str | None:
+        """One line naming the rank pairs not compared (``None`` when none is missing)."""
+        if not self.missing:
+            return None
+        first = self.missing[0]
+        more = f" (and {len(self.missing) - 1} more)" if len(self.missing) > 1 else ""
+        n = len(self.ranks) + len(self.missing)
+        return (
+            f"rank {first.rank} not compared: {first.reason.rstrip('.')}{more}; "
+            f"{len(self.ranks)} of {n} rank pairs compared"
+        )
 
     def __iter__(self) -> Iterator[OpComparison]:
         return iter(self.rows)
@@ -384,6 +417,7 @@ class Comparison:
             "first_divergence_rank": self.first_divergence_rank,
             "incomplete": self.incomplete,
             "not_comparable": self.not_comparable,
+            "missing": [asdict(m) for m in self.missing],
             "advice": [asdict(a) for a in self.advice],
         }
         if rows:
@@ -464,6 +498,9 @@ class Comparison:
                 advice=tuple(Advice(**a) for a in raw.get("advice", ())),
                 incomplete=raw.get("incomplete"),
                 not_comparable=raw.get("not_comparable"),
+                missing=tuple(
+                    MissingPair(int(m["rank"]), str(m["reason"])) for m in raw.get("missing", ())
+                ),
                 schema_version=version,
             )
         except (KeyError, TypeError, ValueError) as exc:

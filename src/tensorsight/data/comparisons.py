@@ -96,7 +96,8 @@ class ComparisonInfo:
         advice: What the advisor found, most specific first.
         mtime: Modification time of the file (seconds since the epoch).
         error: Why the file could not be read (then the other fields are empty), else ``None``.
-        incomplete: Why an input dump was incomplete (compared with ``--allow-incomplete``).
+        incomplete: Why an input dump was incomplete (compared with ``--allow-incomplete``),
+            or which rank pairs were not compared (``Comparison.missing_line``).
         not_comparable: Why the runs cannot be said to agree (too few tensors paired).
     """
 
@@ -224,7 +225,8 @@ class ComparisonStore:
             first_divergence=comp.first_divergence_row,
             advice=tuple(AdviceInfo(a.mechanism, a.evidence, a.row) for a in comp.advice),
             mtime=mtime,
-            incomplete=comp.incomplete,
+            # rank pairs not compared make the result incomplete too (the board's banner)
+            incomplete=comp.incomplete or comp.missing_line,
             not_comparable=comp.not_comparable,
         )
         return _Entry(path, stamp, info, comp)
