@@ -313,3 +313,22 @@ def test_not_a_dump(tmp_path: Path) -> None:
     (tmp_path / "rank_0").mkdir()  # no execution_order/ or .dump_metadata/
     with pytest.raises(DumpFormatError, match=r"rank_<R>/execution_order/ \(MindSpore\)"):
         read_dump(tmp_path)
+
+
+def test_inspect_summarises_the_dump() -> None:
+    from tensorsight.dumpformat.inspect import format_inspection, inspect_dump
+    from tensorsight.summary.cli import is_dump_folder
+
+    assert is_dump_folder(str(FP32))
+    ins = inspect_dump(FP32)
+    ops = read_dump(FP32).step().ops
+    (s,) = ins.steps
+    assert ins.format == "mindspore"
+    assert (s.op_count, s.tensor_count, s.stored_tensors) == (
+        len(ops),
+        len(_files()),
+        len(_files()),
+    )
+    assert s.backward_ops == sum(op.op.startswith("Gradients/") for op in ops)
+    assert s.with_stats == 0
+    assert "no statistics stored: NaN/Inf not counted" in format_inspection(ins)
