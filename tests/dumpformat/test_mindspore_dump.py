@@ -332,3 +332,37 @@ def test_inspect_summarises_the_dump() -> None:
     assert s.backward_ops == sum(op.op.startswith("Gradients/") for op in ops)
     assert s.with_stats == 0
     assert "no statistics stored: NaN/Inf not counted" in format_inspection(ins)
+
+
+def test_bfloat16_and_float16_tensors() -> None:
+    """MindSpore writes bfloat16 .npy files with the descr '<E2' (numpy has no bfloat16)."""
+    step = read_dump(DATA / "casts").step()
+    try:
+        # the order file numbers the Casts op4-op7, their files op0-op3: paired in order
+        kernels = [op for op in step.ops if not op.op.startswith("Parameter.")]
+        assert [op.op for op in kernels] == [
+            f"Default/{k}" for k in ("Cast-op0", "Mul-op0", "Cast-op1", "Cast-op2", "Add-op0",
+                                     "Cast-op3", "Add-op1")
+        ]  # fmt: skip
+        casts = [(op.tensors[0].dtype, op.tensors[-1].dtype) for op in kernels if "Cast" in op.op]
+        assert casts == [("float32", "bfloat16"), ("bfloat16", "float32"),
+                         ("float32", "float16"), ("float16", "float32")]  # fmt: skip
+        ops = {op.op.rpartition("/")[2]: op for op in step.ops}
+        to_bf16, from_bf16 = ops["Cast-op0"], ops["Cast-op1"]
+        bf16_out = to_bf16.tensors[-1]
+        assert (bf16_out.tensor, bf16_out.dtype, bf16_out.shape) == ("output.0", "bfloat16", (2, 3))
+        raw = step.load_raw(bf16_out)
+        assert (raw.bits.dtype, raw.dtype) == (np.uint16, "bfloat16")
+        # bfloat16 loads as float32, exactly: the Cast back to float32 wrote the same values
+        back = from_bf16.tensors[-1]
+        assert back.dtype == "float32"
+        np.testing.assert_array_equal(step.load(from_bf16.tensors[0]), step.load(back))
+        x = step.load(to_bf16.tensors[0])
+        assert np.abs(step.load(bf16_out) - x).max() <= np.abs(x).max() * 2**-8
+        assert step.load(bf16_out).dtype == np.float32
+        half = next(t for op in step.ops for t in op.tensors if t.dtype == "float16")
+        file = DATA / "casts" / RANK / str(half.data)
+        np.testing.assert_array_equal(step.load(half), np.load(file, allow_pickle=False))
+        assert step.load(half).dtype == np.float16
+    finally:
+        step.close()

@@ -21,9 +21,11 @@ MatMul-op0`` (forward), ``Gradients/Default/.../norm-LayerNorm/Grad_LayerNorm/La
 expanded from a composite op, without a Cell scope). Each Cell level is ``<attribute>-<Class>``.
 File names hold the full name with every ``/`` replaced by ``_`` (ambiguous, since names hold
 ``_`` too), so the execution-order file is what names the kernels: its names are matched to the
-files' by that replacement; a name that differs only in its ``-op<N>`` counter (MindSpore 2.10
-numbers one ``AddN`` ``op1`` in the order file and ``op0`` in the file names) is matched to the
-one file name left over with the same stem. ``Parameter.<name>.*.output.0`` files hold the
+files' by that replacement. Names that differ only in their ``-op<N>`` counters (MindSpore 2.10
+numbers one backward ``AddN`` ``op1`` in the order file and ``op0`` in the file names, and four
+``Cast`` kernels ``op4``-``op7`` and ``op0``-``op3``) are matched when as many names of one
+stem are left over on both sides, in order (order file; first timestamp of the files); the
+op keeps the file's counter. ``Parameter.<name>.*.output.0`` files hold the
 parameters, inputs and optimizer states after the step (``fc1_weight``: dots become ``_``).
 
 Read into the dump model (see :mod:`~tensorsight.dumpformat.schema`):
@@ -81,6 +83,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
 _MAX_NAME = 4096  # characters of one kernel name in the order file
 _NPY_MAGIC = b"\x93NUMPY"
 _MAX_NPY_HEADER = 1 << 20  # bytes of a .npy header (MindSpore writes 128)
+# descrs numpy lacks: MindSpore writes bfloat16 as "<E2" (ml_dtypes' type code), read as bits
+_RAW_DESCRS = {"<E2": "bfloat16"}
 
 # MindSpore's cells that wrap the user's network for training; left out of module paths
 WRAPPERS = frozenset(
@@ -212,8 +216,19 @@ def _parse_name(file: str) -> tuple[str, str, int, str, int, str | None] | None:
     return None
 
 
-def _npy_header(path: Path) -> tuple[np.dtype[Any], tuple[int, ...], bool, int]:
-    """``(dtype, shape, fortran order, data offset)`` of a ``.npy`` file, sizes checked."""
+@dataclass(frozen=True)
+class _Header:
+    """What a ``.npy`` header says: the numpy dtype of the bits, the dtype's name, the shape."""
+
+    bits: np.dtype[Any]  # uint16 for bfloat16
+    dtype: str
+    shape: tuple[int, ...]
+    fortran: bool
+    offset: int
+
+
+def _npy_header(path: Path) -> _Header:
+    """A ``.npy`` file's header, checked against the file's size."""
     source = f"MindSpore tensor file {str(path)!r}"
     try:
         size = path.stat().st_size
@@ -244,8 +259,9 @@ def _npy_header(path: Path) -> tuple[np.dtype[Any], tuple[int, ...], bool, int]:
     header = _literal(text[start:], source, major)
     if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
         _check.fail(source, "the header", header, "{'descr', 'fortran_order', 'shape'}")
+    name = _RAW_DESCRS.get(header["descr"]) if isinstance(header["descr"], str) else None
     try:
-        dtype = np.dtype(np.lib.format.descr_to_dtype(header["descr"]))
+        dtype = np.dtype(np.uint16 if name else np.lib.format.descr_to_dtype(header["descr"]))
     except Exception as exc:  # numpy raises several types for a bad descr
         descr = str(header["descr"])[:60]
         msg = f"{source}: dtype {descr!r} ({_check.reason(exc)}). Expected a numeric dtype."
@@ -269,7 +285,7 @@ def _npy_header(path: Path) -> tuple[np.dtype[Any], tuple[int, ...], bool, int]:
             "Expected the whole tensor."
         )
         raise DumpFormatError(msg)
-    return dtype, shape, fortran, offset
+    return _Header(dtype, name or dtype.name, shape, fortran, offset)
 
 
 def _literal(blob: bytes, source: str, major: int) -> Any:
@@ -386,9 +402,9 @@ class MindSporeStep:
                 )
                 raise DumpFormatError(msg)
             kind, name, ts, io, slot, dtype = parsed
-            np_dtype, shape, _, _ = _npy_header(folder / file)
-            dtype = dtype if dtype in _DTYPES else np_dtype.name
-            f = _File(folder / file, kind, name, ts, io, slot, dtype, shape)
+            header = _npy_header(folder / file)
+            dtype = dtype if dtype in _DTYPES else header.dtype
+            f = _File(folder / file, kind, name, ts, io, slot, dtype, header.shape)
             (params if kind == "Parameter" else kernels).setdefault(name, []).append(f)
         return kernels, sorted(params.items(), key=lambda kv: min(f.timestamp for f in kv[1]))
 
@@ -399,24 +415,31 @@ class MindSporeStep:
         """Kernels in execution order, named by the order file (see the module docstring)."""
         left = dict(kernels)
         placed: list[tuple[str, list[_File]] | str] = []  # a str: not found yet
+        missing: dict[str, list[str]] = {}  # stem -> names of the order file without files
         for full in order:
             files = left.pop(_UNSAFE.sub("_", full), None)
             placed.append((full, files) if files is not None else full)
-        stems: dict[str, list[str]] = {}
-        for flat in left:
-            stems.setdefault(_COUNTER.sub("", flat), []).append(flat)
+            if files is None:
+                missing.setdefault(_COUNTER.sub("", _UNSAFE.sub("_", full)), []).append(full)
+        leftover: dict[str, list[str]] = {}  # stem -> file-name names, by first timestamp
+        for flat in sorted(left, key=lambda k: min(f.timestamp for f in left[k])):
+            leftover.setdefault(_COUNTER.sub("", flat), []).append(flat)
+        renamed: dict[str, str] = {}  # order-file name -> file-name name of the same kernel
+        for stem, names in missing.items():
+            flats = leftover.get(stem, [])
+            if len(flats) == len(names):  # renumbered kernels: paired in order
+                renamed.update(zip(names, flats, strict=True))
         out: list[tuple[str, list[_File]]] = []
         for item in placed:
             if isinstance(item, tuple):
                 out.append(item)
                 continue
+            flat = renamed.get(item, "")
+            if flat not in left:  # a kernel of the order file without files (none dumped)
+                continue
             scope = item.rpartition("/")[0]
-            same = stems.get(_COUNTER.sub("", _UNSAFE.sub("_", item)), [])
-            if len(same) == 1:  # the one leftover file name with this stem: a renumbered kernel
-                flat = same.pop()
-                suffix = flat[len(_UNSAFE.sub("_", scope)) + 1 :] if scope else flat
-                out.append((f"{scope}/{suffix}" if scope else suffix, left.pop(flat)))
-            # else: a kernel of the order file without files (nothing dumped for it)
+            suffix = flat[len(_UNSAFE.sub("_", scope)) + 1 :] if scope else flat
+            out.append((f"{scope}/{suffix}" if scope else suffix, left.pop(flat)))
         rest = sorted(left.items(), key=lambda kv: min(f.timestamp for f in kv[1]))
         return out + rest
 
@@ -428,7 +451,8 @@ class MindSporeStep:
                 "this step. Expected a row read from this step."
             )
             raise DumpFormatError(msg)
-        dtype, shape, fortran, offset = _npy_header(f.path)  # the file may have changed
+        header = _npy_header(f.path)  # the file may have changed since rows()
+        dtype, shape, offset = header.bits, header.shape, header.offset
         if shape != f.shape:
             msg = (
                 f"MindSpore tensor file {str(f.path)!r}: shape {list(shape)} now, "
@@ -449,10 +473,10 @@ class MindSporeStep:
                 msg = f"MindSpore tensor file {str(f.path)!r}: cut off since the step was opened."
                 raise DumpFormatError(msg)
             arr = np.frombuffer(buf, dtype, count=count, offset=offset)
-            arr = arr.reshape(shape, order="F" if fortran else "C")
+            arr = arr.reshape(shape, order="F" if header.fortran else "C")
         if not arr.dtype.isnative:
             arr = arr.astype(arr.dtype.newbyteorder("="))
-        return RawTensor(arr, arr.dtype.name)
+        return RawTensor(arr, header.dtype)
 
     def close(self) -> None:
         self._files.clear()

@@ -4,7 +4,9 @@ Run it with a Python that has MindSpore (2.10.0 made the stored fixtures; the te
 them, MindSpore is not needed for that)::
 
     python3 -m venv /tmp/msvenv && /tmp/msvenv/bin/pip install mindspore==2.10.0 numpy
-    /tmp/msvenv/bin/python tests/dumpformat/data/make_mindspore_dump.py
+    /tmp/msvenv/bin/python tests/dumpformat/data/make_mindspore_dump.py [RUN ...]
+
+(no RUN: all three; names as below. Each run rewrites its folder, with new timestamps.)
 
 The model is ``Dense(4, 8) -> LayerNorm(8) -> GELU (erf) -> Dense(8, 3)`` with weights drawn
 from a fixed seed, trained for one step (MSE loss, SGD with learning rate 0.1) in graph mode
@@ -12,7 +14,9 @@ through ``TrainOneStepCell(WithLossCell(net, loss))`` on the CPU, with MindSpore
 (``MINDSPORE_DUMP_CONFIG``, ``saved_data: tensor``, every kernel, inputs and outputs):
 
 - ``mindspore/fp32``: the healthy run (LayerNorm epsilon 1e-5);
-- ``mindspore/ln_eps``: the same run with one planted bug, LayerNorm epsilon 1e-1.
+- ``mindspore/ln_eps``: the same run with one planted bug, LayerNorm epsilon 1e-1;
+- ``mindspore/casts``: a forward pass only, ``x`` cast to bfloat16 and float16 and back
+  (MindSpore writes bfloat16 ``.npy`` files with the descr ``<E2``, which numpy lacks).
 
 Each run goes to a fresh process, because MindSpore reads the Dump configuration once at
 start-up. The Dump refuses output paths with characters other than letters, digits, ``-``,
@@ -33,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "mindspore"
-RUNS = {"fp32": 1e-5, "ln_eps": 1e-1}
+RUNS = {"fp32": 1e-5, "ln_eps": 1e-1, "casts": 0.0}  # name -> LayerNorm epsilon (0: casts)
 
 
 def _config(out: Path) -> dict[str, object]:
@@ -51,6 +55,25 @@ def _config(out: Path) -> dict[str, object]:
         },
         "e2e_dump_settings": {"enable": True, "trans_flag": True},
     }
+
+
+def run_casts() -> None:
+    """A jitted forward pass through bfloat16 and float16 kernels."""
+    import mindspore as ms
+    import numpy as np
+    from mindspore import Tensor, nn, ops
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms.set_device("CPU")
+
+    class Casts(nn.Cell):
+        def construct(self, x):
+            a = ops.cast(x, ms.bfloat16)
+            b = ops.cast(x, ms.float16)
+            return ops.cast(a * a, ms.float32) + ops.cast(b + b, ms.float32)
+
+    x = Tensor((np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5) / 7)
+    print("out", Casts()(x).asnumpy().tolist())
 
 
 def run_step(eps: float) -> None:
@@ -87,10 +110,11 @@ def run_step(eps: float) -> None:
     print("loss", float(step(x, y).asnumpy()))
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
     HERE.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="msdump_") as tmp:
-        for name, eps in RUNS.items():
+        for name in names or RUNS:
+            eps = RUNS[name]
             out = Path(tmp) / name
             cfg = Path(tmp) / f"{name}_config.json"
             cfg.write_text(json.dumps(_config(out)))
@@ -108,6 +132,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--run":
-        run_step(float(sys.argv[2]))
+        eps = float(sys.argv[2])
+        run_step(eps) if eps else run_casts()
     else:
-        main()
+        main(sys.argv[1:])
