@@ -366,3 +366,30 @@ def test_bfloat16_and_float16_tensors() -> None:
         assert step.load(half).dtype == np.float16
     finally:
         step.close()
+
+
+def test_iterations_are_steps(copy: Path) -> None:
+    """``iteration: all`` writes <net>/<graph>/<iteration>/ per step (as a two-step run does)."""
+    shutil.copytree(copy / TENSORS, copy / TENSORS.parent / "1")
+    dump = read_dump(copy)
+    assert dump.steps() == [0, 1]
+    one = dump.step(step=1)
+    assert len(one.ops) == len(read_dump(FP32).step().ops)
+    assert all(str(r.data).startswith("MLP/0/1/") for r in one.rows)
+    with pytest.raises(DumpFormatError, match="has no step 2"):
+        dump.step(step=2)
+
+
+def test_a_kernel_run_twice_is_two_ops(copy: Path) -> None:
+    """Files of one kernel with the same tensor twice (a loop in the graph) are two executions."""
+    folder = copy / TENSORS
+    for f in sorted(folder.glob("Erf.*")):
+        parts = f.name.split(".")
+        at = next(i for i, p in enumerate(parts) if p in ("input", "output"))
+        parts[at - 1] = str(int(parts[at - 1]) + 10**9)  # a later timestamp
+        shutil.copy(f, folder / ".".join(parts))
+    ops = read_dump(copy).step().ops
+    erf = [i for i, op in enumerate(ops) if op.op.endswith("/Erf-op0")]
+    assert len(erf) == 2
+    assert erf[1] == erf[0] + 1
+    assert [t.tensor for t in ops[erf[1]].tensors] == ["input.0", "output.0"]
