@@ -25,8 +25,8 @@ files' by that replacement. Names that differ only in their ``-op<N>`` counters 
 numbers one backward ``AddN`` ``op1`` in the order file and ``op0`` in the file names, and four
 ``Cast`` kernels ``op4``-``op7`` and ``op0``-``op3``) are matched when as many names of one
 stem are left over on both sides, in order (order file; first timestamp of the files); the
-op keeps the file's counter. ``Parameter.<name>.*.output.0`` files hold the
-parameters, inputs and optimizer states after the step (``fc1_weight``: dots become ``_``).
+op keeps the file's counter. ``Parameter.<name>.*.output.0`` files hold the parameters,
+inputs and optimizer states after the step (``fc1_weight``: dots become ``_``).
 
 Read into the dump model (see :mod:`~tensorsight.dumpformat.schema`):
 
@@ -43,11 +43,14 @@ Read into the dump model (see :mod:`~tensorsight.dumpformat.schema`):
 - tensors ``input.<slot>`` then ``output.<slot>``, shape from the ``.npy`` header, dtype from
   the file name (``Float32`` -> ``float32``, ``BFloat16`` -> ``bfloat16``; the header's when the
   file name has none), device from ``device_target``; no statistics are stored, so a
-  comparison reads the tensors (memory-mapped).
+  comparison reads the tensors (memory-mapped). bfloat16 files carry the descr ``<E2``
+  (numpy has no bfloat16): they are read as ``uint16`` bits, which ``DumpStep.load`` turns
+  into float32 exactly.
 
 Every file is checked as it is read: the order file must exist for every graph with tensors,
-``.npy`` headers (versions 1 and 2) must describe a plain array of numbers whose bytes the file
-holds exactly; anything else is one :class:`~tensorsight.errors.DumpFormatError` naming the file.
+``.npy`` headers (versions 1 to 3, at most 1 MiB) must describe a plain array of numbers whose
+bytes the file holds exactly; anything else is one :class:`~tensorsight.errors.DumpFormatError`
+naming the file.
 Headers are parsed as Python literals (:func:`ast.literal_eval`, nothing unpickled) and sizes
 are checked against the file before anything is mapped.
 """
