@@ -1,9 +1,11 @@
 """Seeded mutation tests of every dump reader: each damaged file reads or gives DumpFormatError.
 
 Seeds are real files: the msprobe dumps in ``tests/capture/data/msprobe`` (``dump.json``
-and its ``.pt`` tensors; ``.npy`` copies of them, as msprobe writes for numpy arrays) and a
-tensorsight dump written here (``manifest.json``, ``ops.parquet`` from tensorsight's own
-encoder and from pyarrow with zstd, ``ops.jsonl``, a safetensors shard). Each mutation
+and its ``.pt`` tensors; ``.npy`` copies of them, as msprobe writes for numpy arrays), the
+MindSpore Dump in ``tests/dumpformat/data/mindspore/fp32`` (execution order, metadata,
+``.npy`` tensors, their headers mutated as literals) and a tensorsight dump written here
+(``manifest.json``, ``ops.parquet`` from tensorsight's own encoder and from pyarrow with
+zstd, ``ops.jsonl``, a safetensors shard). Each mutation
 (bit flips, truncations, overwritten or repeated runs of bytes; for JSON, one value swapped
 for a value of another type, a deleted key, a huge or deeply nested value; for a
 safetensors header the same, re-encoded with a valid length) is read completely: layout,
@@ -15,6 +17,7 @@ not a timing assertion). The seeds and counts are fixed, so a failure reproduces
 
 from __future__ import annotations
 
+import ast
 import faulthandler
 import json
 import os
@@ -37,6 +40,7 @@ from tensorsight.errors import DumpFormatError, SchemaVersionError
 torch = pytest.importorskip("torch")
 
 DATA = Path(__file__).parent / "data" / "msprobe"
+MINDSPORE = Path(__file__).parents[1] / "dumpformat" / "data" / "mindspore" / "fp32"
 SEED = 20  # issue 20
 DOCUMENTED = (DumpFormatError, SchemaVersionError)
 HANG_S = 120  # the whole module's watchdog: a hung read ends the run with its traceback
@@ -162,6 +166,30 @@ def header_mutations(data: bytes, rng: random.Random, n: int) -> Iterator[bytes]
     for blob in json_mutations(json.dumps(header).encode(), rng, n):
         blob += b" " * (-len(blob) % 8)
         yield struct.pack("<Q", len(blob)) + blob + body
+
+
+_HOSTILE_LITERALS: list[Any] = [
+    None, True, 0, -1, 2**63, 10**400, 1.5, "", "x" * 300, "<U4", "|O", "V8", ">f8", "<c8",
+    (), (-1,), (2**40, 2**40), (2**62, 4), (1.5,), (True,), ("2",), [2, 4], {"x": 1},
+]  # fmt: skip
+
+
+def npy_header_mutations(data: bytes, rng: random.Random, n: int) -> Iterator[bytes]:
+    """``.npy`` files whose header dict has one value swapped or a key deleted, re-encoded."""
+    (length,) = struct.unpack("<H", data[8:10])
+    header, body = ast.literal_eval(data[10 : 10 + length].decode("latin1")), data[10 + length :]
+    for _ in range(n):
+        h = dict(header)
+        k = rng.choice(sorted(h))
+        kind = rng.random()
+        if kind < 0.15:
+            del h[k]
+        elif kind < 0.2:
+            h[k] = "(" * rng.choice([40, 2000]) + ")" * 3  # unbalanced: not a literal
+        else:
+            h[k] = rng.choice(_HOSTILE_LITERALS)
+        raw = repr(h).encode("latin1") + b"\n"
+        yield data[:8] + struct.pack("<H", len(raw)) + raw + body
 
 
 # ---------------------------------------------------------------- the harness
@@ -355,6 +383,35 @@ def test_fuzz_own_shard(own_dump):
     _check(fuzz("safetensors header types", own_dump, file,
                 header_mutations(file.read_bytes(), rng, N_JSON)), N_JSON)  # fmt: skip
     assert exercise(own_dump) == n
+
+
+@pytest.fixture(scope="module")
+def mindspore_dump(tmp_path_factory) -> Path:
+    dst = tmp_path_factory.mktemp("fz") / "msdump"
+    shutil.copytree(MINDSPORE, dst)
+    return dst
+
+
+def test_fuzz_mindspore_dump(mindspore_dump):
+    n = _healthy(mindspore_dump)
+    rank = mindspore_dump / "rank_0"
+    rng = random.Random(f"{SEED}-mindspore")
+    order = rank / "execution_order" / "ms_execution_order_graph_0.csv"
+    _check(fuzz("MindSpore execution order", mindspore_dump, order,
+                byte_mutations(order.read_bytes(), rng, N_BYTES)), N_BYTES)  # fmt: skip
+    meta = rank / ".dump_metadata" / "config.json"
+    _check(fuzz("MindSpore config.json types", mindspore_dump, meta,
+                json_mutations(meta.read_bytes(), rng, N_JSON // 2)), N_JSON // 2)  # fmt: skip
+    tensors = sorted((rank / "MLP" / "0" / "0").glob("*.npy"))
+    layer_norm = next(f for f in tensors if f.name.startswith("LayerNorm."))
+    half = N_BYTES // 2
+    for file in (tensors[0], layer_norm):
+        data = file.read_bytes()
+        _check(fuzz(f"MindSpore .npy ({file.name[:40]})", mindspore_dump, file,
+                    byte_mutations(data, rng, half)), half)  # fmt: skip
+        _check(fuzz(f"MindSpore .npy header ({file.name[:40]})", mindspore_dump, file,
+                    npy_header_mutations(data, rng, half)), half)  # fmt: skip
+    assert exercise(mindspore_dump) == n
 
 
 def test_zz_fuzz_counts(capsys):

@@ -39,7 +39,7 @@ from typing import Any
 from tensorsight.compare import names
 from tensorsight.compare.flow import DataFlow, Producer, data_flow
 from tensorsight.dumpformat.schema import OpRecord
-from tensorsight.errors import InputFileError, UsageError
+from tensorsight.errors import CompareError, InputFileError, UsageError
 
 __all__ = ["OpPair", "load_mapping", "match_ops"]
 
@@ -224,8 +224,16 @@ def match_ops(
         Every op of both sides exactly once, ordered forward then backward by position.
 
     Raises:
-        CompareError: A tensorsight dump and an msprobe dump at levels that cannot pair.
+        CompareError: A tensorsight dump and an msprobe dump at levels that cannot pair, or
+            a MindSpore Dump against a dump of another format.
     """
+    if formats is not None and formats[0] != formats[1] and "mindspore" in formats:
+        msg = (
+            f"Dumps ({formats[0]} vs {formats[1]}): a MindSpore Dump pairs only with another "
+            "MindSpore Dump so far; its kernels do not map one to one to other formats' ops. "
+            "Expected two MindSpore Dumps."
+        )
+        raise CompareError(msg)
     rules = _rules(formats)
     if rules.formats is not None:
         names.check_pairable(bench, target, rules.formats)

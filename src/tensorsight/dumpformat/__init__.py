@@ -5,7 +5,8 @@ helpers: ``compare`` and the board's data layer read dumps through this package 
 Reading order for newcomers: ``schema.py`` (the format: manifest, op table, tensor records),
 ``writer.py`` (how a step reaches disk: ``_table.py``/``_parquet.py`` for the op table,
 ``_safetensors.py`` for tensor shards, ``_fs.py`` for file access), ``reader.py`` (reading
-our folders; ``msprobe.py`` and ``_ptfile.py`` for msprobe's), ``_check.py`` (validation:
+our folders; ``msprobe.py`` and ``_ptfile.py`` for msprobe's, ``mindspore.py`` for MindSpore's
+own Dump), ``_check.py`` (validation:
 one-line errors for malformed files), ``_np_stats.py``/``_stats_native.py`` (statistics of a
 buffer, the C kernel ``_stats_kernel.c``) and ``inspect.py`` (``tensorsight inspect`` on a
 dump). A new foreign dump format is one reader module here. Importing this package is cheap:

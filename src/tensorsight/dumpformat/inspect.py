@@ -28,6 +28,8 @@ class StepSummary:
         head: The first rows of the op table.
         nonfinite: Rows whose tensor holds NaN or Inf, in execution order.
         stored_tensors: Rows with a stored tensor.
+        with_stats: Rows with statistics (0 for a MindSpore Dump, which stores none: then
+            ``nonfinite`` says nothing).
     """
 
     rank: int
@@ -40,6 +42,7 @@ class StepSummary:
     head: tuple[TensorRecord, ...]
     nonfinite: tuple[TensorRecord, ...]
     stored_tensors: int
+    with_stats: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ def inspect_dump(path: str | os.PathLike[str], *, head: int = 10) -> DumpInspect
                         t for t in st.rows if t.stats is not None and t.stats.has_nonfinite
                     ),
                     stored_tensors=sum(t.data is not None for t in st.rows),
+                    with_stats=sum(t.stats is not None for t in st.rows),
                 )
             )
             st.close()
@@ -170,6 +174,8 @@ def format_inspection(ins: DumpInspection, *, top: int = 10) -> str:
                     f"nan={t.stats.nan_count} +inf={t.stats.posinf_count} -"
                     f"inf={t.stats.neginf_count}"
                 )
+        elif s.with_stats == 0:
+            lines.append("  no statistics stored: NaN/Inf not counted")
         else:
             lines.append("  no NaN/Inf")
     return "\n".join(lines)

@@ -1,11 +1,11 @@
-"""Read dumps: tensorsight's own format and msprobe folders, through one API.
+"""Read dumps: tensorsight's own format, msprobe folders and MindSpore Dumps, through one API.
 
 :func:`read_dump` opens a folder and returns a :class:`Dump`; ``dump.step(rank, step)``
 returns a :class:`DumpStep` whose ``ops`` are :class:`~tensorsight.dumpformat.schema.OpRecord`
 in execution order (forward, then backward) and whose :meth:`DumpStep.load` memory-maps
 one tensor into a numpy array. Nothing here executes code from the files: safetensors and
 JSON are parsed, msprobe ``.pt`` files load with ``torch.load(weights_only=True)`` and
-``.npy`` with ``allow_pickle=False``.
+``.npy`` with ``allow_pickle=False``; MindSpore's ``.npy`` headers are parsed as literals.
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ class Dump:
 
     Attributes:
         path: The dump folder.
-        format: ``"tensorsight"`` or ``"msprobe"``.
+        format: ``"tensorsight"``, ``"msprobe"`` or ``"mindspore"`` (MindSpore's own Dump).
     """
 
     def __init__(
@@ -234,7 +234,7 @@ class Dump:
         return rank
 
     def manifest(self, rank: int | None = None) -> DumpManifest | None:
-        """The rank's manifest (``None`` for msprobe dumps, which have none)."""
+        """The rank's manifest (``None`` for msprobe and MindSpore dumps, which have none)."""
         r = self._rank(rank)
         if r not in self._manifests:
             m = None
@@ -255,7 +255,7 @@ class Dump:
 
     @property
     def complete(self) -> bool:
-        """Whether every rank finished normally (msprobe dumps: always ``True``)."""
+        """Whether every rank finished normally (msprobe, MindSpore dumps: always ``True``)."""
         return all((m := self.manifest(r)) is None or m.complete for r in self.ranks)
 
     def step(self, rank: int | None = None, step: int | None = None) -> DumpStep:
@@ -280,6 +280,10 @@ class Dump:
             from tensorsight.dumpformat.msprobe import MsprobeStep
 
             return DumpStep(r, s, folder, MsprobeStep(folder))
+        if self.format == "mindspore":  # folder: the rank's; the step is an iteration
+            from tensorsight.dumpformat.mindspore import MindSporeStep
+
+            return DumpStep(r, s, folder, MindSporeStep(folder, s))
 
         def cut_off() -> bool:
             manifest = self.manifest(r)
@@ -304,11 +308,11 @@ def _numbered(path: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
 
 
 def read_dump(path: str | os.PathLike[str]) -> Dump:
-    """Open a dump folder (tensorsight's format or msprobe's) without loading tensors.
+    """Open a dump folder (tensorsight's format, msprobe's, MindSpore's) without loading tensors.
 
     Args:
-        path: The dump folder (holding ``rank<N>/`` or msprobe's ``step<S>/``), or one
-            rank's folder.
+        path: The dump folder (holding ``rank<N>/``, msprobe's ``step<S>/`` or MindSpore's
+            ``rank_<R>/``), or one rank's folder.
 
     Raises:
         InputFileError: ``path`` does not exist or is not a folder.
@@ -331,8 +335,13 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
     layout = msprobe_layout(root)
     if layout:
         return Dump(root, "msprobe", layout)
+    from tensorsight.dumpformat.mindspore import mindspore_layout
+
+    layout = mindspore_layout(root)
+    if layout:
+        return Dump(root, "mindspore", layout)
     msg = (
-        f"Dump {str(root)!r}: not a dump. Expected rank<N>/manifest.json (tensorsight) or "
-        "step<S>/<rank or proc>/dump.json (msprobe)."
+        f"Dump {str(root)!r}: not a dump. Expected rank<N>/manifest.json (tensorsight), "
+        "step<S>/<rank or proc>/dump.json (msprobe) or rank_<R>/execution_order/ (MindSpore)."
     )
     raise DumpFormatError(msg)

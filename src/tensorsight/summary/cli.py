@@ -1,7 +1,8 @@
 """Command line of the read side: ``tensorsight inspect`` and ``tensorsight export``.
 
 ``inspect PATH`` shows a logdir's runs, kinds, tags, counts and step ranges; when PATH is a
-dump folder instead (a ``manifest.json`` or msprobe ``dump.json`` below it and no event
+dump folder instead (a ``manifest.json``, msprobe ``dump.json`` or MindSpore execution-order
+file below it and no event
 files) it hands over to :func:`tensorsight.dumpformat.inspect.inspect_dump`. Importing this module
 loads nothing heavy.
 """
@@ -35,6 +36,7 @@ examples:
 """
 
 _DUMP_MARKERS = ("manifest.json", "dump.json")
+_MINDSPORE_ORDER = "ms_execution_order_graph_"  # a MindSpore Dump's execution_order/ files
 
 
 def register(subparsers: Any) -> None:
@@ -79,7 +81,8 @@ def register(subparsers: Any) -> None:
 
 
 def is_dump_folder(path: str, *, max_depth: int = 4) -> bool:
-    """True when ``path`` holds a dump (a manifest/dump.json) and no event files."""
+    """True when ``path`` holds a dump (a manifest/dump.json, a MindSpore execution order)
+    and no event files."""
     from tensorsight.summary.logdir import file_format
 
     found_dump = False
@@ -89,7 +92,9 @@ def is_dump_folder(path: str, *, max_depth: int = 4) -> bool:
             dirs[:] = []
         if any(file_format(f) for f in files):
             return False
-        found_dump = found_dump or any(f in _DUMP_MARKERS for f in files)
+        found_dump = found_dump or any(
+            f in _DUMP_MARKERS or f.startswith(_MINDSPORE_ORDER) for f in files
+        )
     return found_dump
 
 
