@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import numpy as np
+
 from tensorsight.board.errors import DeadlineExceeded, InvalidArgument, NotFound
 
 if TYPE_CHECKING:
@@ -199,6 +201,25 @@ def require_param(request: Request, name: str) -> str:
         msg = f"Query parameter {name!r} is required."
         raise InvalidArgument(msg)
     return value
+
+
+def json_number(v: float) -> float | str:
+    """A float as the API sends it: finite as is, else ``"NaN"``, ``"Infinity"``, ``"-Infinity"``
+    (strict JSON has no non-finite numbers; the front end's ``toNumber`` decodes them)."""
+    if math.isfinite(v):
+        return v
+    if math.isnan(v):
+        return "NaN"
+    return "Infinity" if v > 0 else "-Infinity"
+
+
+def json_numbers(values: np.ndarray) -> list[float | str]:
+    """An array as a JSON list of :func:`json_number`; a Python loop only over non-finite
+    entries."""
+    out: list[float | str] = np.asarray(values, dtype=np.float64).tolist()
+    for i in np.flatnonzero(~np.isfinite(values)).tolist():
+        out[i] = json_number(float(values[i]))
+    return out
 
 
 def require_runs(request: Request, limit: int) -> list[str]:

@@ -11,7 +11,6 @@ from :meth:`DataProvider.comparisons`; non-finite numbers travel as ``"NaN"``,
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from tensorsight.board.views.base import (
     View,
     float_param,
     int_param,
+    json_number,
     offload_json,
     require_param,
 )
@@ -67,9 +67,7 @@ class CannotReplay(PublicError):
 def jsonable(obj: Any) -> Any:
     """Dataclasses, mappings and sequences as JSON values; non-finite floats as strings."""
     if isinstance(obj, float):
-        if math.isfinite(obj):
-            return obj
-        return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
+        return json_number(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, Mapping):

@@ -17,8 +17,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tensorsight.board.errors import InvalidArgument
-from tensorsight.board.views.base import View, int_param, offload, require_param, require_runs
-from tensorsight.board.views.scalars import MAX_WIDTH, X_AXES, _encode_values, series_impl
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    json_numbers,
+    offload,
+    require_param,
+    require_runs,
+)
+from tensorsight.board.views.scalars import MAX_WIDTH, X_AXES, series_impl
 from tensorsight.data import merge_layouts
 
 if TYPE_CHECKING:
@@ -169,8 +176,8 @@ def margin_impl(
             continue
         one = series_impl(provider, run, value, width=width)
         steps = np.asarray(one["step"], dtype=np.int64)
-        one["lower"] = _encode_values(_at_steps(provider, run, lower, steps))
-        one["upper"] = _encode_values(_at_steps(provider, run, upper, steps))
+        one["lower"] = json_numbers(_at_steps(provider, run, lower, steps))
+        one["upper"] = json_numbers(_at_steps(provider, run, upper, steps))
         series.append(one)
     return {"series": series, "missing": missing}
 

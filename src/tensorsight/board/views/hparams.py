@@ -9,12 +9,11 @@ declare, plus any scalar tag the client asks for; a cell is that tag's last poin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import InvalidArgument
-from tensorsight.board.views.base import View, offload_json
+from tensorsight.board.views.base import View, json_number, offload_json
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -28,17 +27,9 @@ __all__ = ["HParamsView", "table_impl"]
 MAX_METRICS = 50
 
 
-def _number(v: float) -> float | str:
-    if math.isfinite(v):
-        return v
-    if math.isnan(v):
-        return "NaN"
-    return "Infinity" if v > 0 else "-Infinity"
-
-
 def _json_value(v: object) -> object:
     """An hparam value as JSON can carry it (``inf``, a clipping turned off: ``"Infinity"``)."""
-    return _number(v) if isinstance(v, float) else v
+    return json_number(v) if isinstance(v, float) else v
 
 
 def _kind(values: Sequence[object]) -> str:
@@ -56,7 +47,7 @@ def _final(provider: DataProvider, run: str, tag: str, scalar_tags: Sequence[str
     if not len(series):
         return None
     return {
-        "value": _number(float(series.values[-1])),
+        "value": json_number(float(series.values[-1])),
         "step": int(series.steps[-1]),
         "wall_time": float(series.wall_times[-1]),
     }

@@ -17,6 +17,7 @@ import numpy as np
 from tensorsight.board.views.base import (
     View,
     int_param,
+    json_numbers,
     offload,
     require_param,
     require_runs,
@@ -46,14 +47,6 @@ FIELDS = (
 )
 
 
-def _encode(values: np.ndarray) -> list[float | str]:
-    out: list[float | str] = values.astype(np.float64).tolist()
-    for i in np.flatnonzero(~np.isfinite(values)).tolist():
-        v = float(values[i])
-        out[i] = "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
-    return out
-
-
 def _at_step(records: Sequence[PrCurveData], step: int | None) -> PrCurveData:
     if step is None:
         return records[-1]
@@ -78,7 +71,7 @@ def _curve(run: str, records: Sequence[PrCurveData], step: int | None) -> dict[s
         "downsampled": stride > 1,
     }
     for key, attr in FIELDS:
-        out[key] = _encode(np.asarray(getattr(rec, attr))[keep])
+        out[key] = json_numbers(np.asarray(getattr(rec, attr))[keep])
     return out
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,8 @@ from tensorsight.board.views.base import (
     View,
     float_param,
     int_param,
+    json_number,
+    json_numbers,
     lookup,
     offload,
     offload_json,
@@ -43,22 +44,6 @@ X_AXES = ("step", "relative", "wall_time")
 MAX_WIDTH = 20_000
 MAX_RUNS_PER_REQUEST = 500
 FIELDS = ("step", "wall_time", "value")
-
-
-def _json_number(v: float) -> float | str:
-    if math.isfinite(v):
-        return v
-    if math.isnan(v):
-        return "NaN"
-    return "Infinity" if v > 0 else "-Infinity"
-
-
-def _encode_values(values: np.ndarray) -> list[float | str]:
-    out: list[float | str] = values.tolist()
-    bad = np.flatnonzero(~np.isfinite(values))
-    for i in bad.tolist():
-        out[i] = _json_number(float(values[i]))
-    return out
 
 
 def tags_impl(provider: DataProvider, runs: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -111,7 +96,7 @@ def series_impl(
     if "wall_time" in fields:
         out["wall_time"] = series.wall_times[idx].tolist()
     if "value" in fields:
-        out["value"] = _encode_values(series.values[idx])
+        out["value"] = json_numbers(series.values[idx])
     return out
 
 
@@ -136,7 +121,7 @@ def download_impl(provider: DataProvider, run: str, tag: str, fmt: str) -> tuple
                 "tag": tag,
                 "step": series.steps.tolist(),
                 "wall_time": series.wall_times.tolist(),
-                "value": _encode_values(series.values),
+                "value": json_numbers(series.values),
             }
         )
         return body, "application/json"
@@ -145,7 +130,7 @@ def download_impl(provider: DataProvider, run: str, tag: str, fmt: str) -> tuple
     for s, w, v in zip(
         series.steps.tolist(), series.wall_times.tolist(), series.values.tolist(), strict=True
     ):
-        buf.write(f"{s},{w!r},{_json_number(v)}\n")
+        buf.write(f"{s},{w!r},{json_number(v)}\n")
     return buf.getvalue(), "text/csv; charset=utf-8"
 
 
