@@ -12,6 +12,11 @@ Cases:
 * the server's time to answer a 1,000,000-point series downsampled to ~2,000 points
   (``/api/views/scalars/series?width=500``, JSON included; goal <= 50 ms).
 * a page with 100 runs x 50 tags: frame times while scrolling the scalars view.
+* 1,000 runs x 20 scalar tags (a sweep; TensorBoard users report sluggishness at 250 runs):
+  seconds from starting each server to the full run list and to the first chart drawn
+  (goal: both under 2 s), then frame times while scrolling our run list and scalars view.
+  The logdir (1,000 runs x 20 tags x 50 steps, written by tensorsight's SummaryWriter) is
+  made once under ``bench-data/``.
 
 ``--quick`` shrinks everything to a few seconds (no TensorBoard run, 10 runs x 10 tags).
 The logdir is the ingest benchmark's (``bench_ingest.ensure_data``: 3 runs x 20 scalar tags
@@ -71,7 +76,9 @@ def _wait_data(url: str, timeout: float) -> None:
     raise TimeoutError(f"{url} had no data within {timeout}s")
 
 
-def _first_chart(browser: Any, argv: list[str], url: str, tool: str, timeout: float) -> float:
+def _first_chart(
+    browser: Any, argv: list[str], url: str, tool: str, timeout: float, tag_filter: str = "scalars"
+) -> float:
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -86,9 +93,9 @@ def _first_chart(browser: Any, argv: list[str], url: str, tool: str, timeout: fl
             with page.expect_response(
                 lambda r: "timeSeries" in r.url and r.ok, timeout=timeout * 1000
             ):
-                # the tag filter puts the scalar cards first (the logdir's scalar tags are
-                # "scalars/tagNN"); without it the histogram group fills the first screen
-                page.goto(url + "/?tagFilter=scalars#timeseries")
+                # the tag filter puts the scalar cards first (the ingest logdir's scalar tags
+                # are "scalars/tagNN"); without it the histogram group fills the first screen
+                page.goto(url + f"/?tagFilter={tag_filter}#timeseries")
             page.wait_for_selector(
                 "scalar-card .series-view canvas", state="attached", timeout=timeout * 1000
             )
@@ -179,6 +186,116 @@ def _scroll_case(h: Harness, browser: Any, runs: int, tags: int, points: int) ->
     )
 
 
+def _sweep_logdir(runs: int, tags: int, steps: int) -> Path:
+    """``runs`` runs x ``tags`` scalar tags x ``steps`` steps under bench-data/, made once."""
+    from tensorsight import SummaryWriter
+
+    root = DATA / f"sweep-{runs}x{tags}x{steps}"
+    done = root / ".complete"
+    if done.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    rng = np.random.default_rng(3)
+    for r in range(runs):
+        lr = 10 ** rng.uniform(-4, -1)
+        with SummaryWriter(str(root / f"lr{lr:.2e}-{r:04d}")) as w:
+            decay = np.exp(-np.arange(steps) * lr * 50)
+            for t in range(tags):
+                vals = decay * (1 + t / tags) + rng.standard_normal(steps) * 0.01
+                for s, v in enumerate(vals):
+                    w.add_scalar(f"metrics/tag{t:02d}", float(v), s)
+    done.write_text("")
+    return root
+
+
+def _run_list_ready(page: Any, runs: int, timeout: float) -> None:
+    # polled from here: the board's CSP forbids the string eval wait_for_function uses
+    count = "() => document.querySelectorAll('#run-list .run').length"
+    deadline = time.perf_counter() + timeout
+    while page.evaluate(count) < runs:
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"the run list did not reach {runs} runs in {timeout} s")
+        time.sleep(0.02)
+
+
+def _sweep_case(h: Harness, browser: Any, quick: bool) -> None:
+    """1,000 runs: time to the run list and the first chart, ours vs TensorBoard; scrolling."""
+    runs, tags, steps = (50, 5, 20) if quick else (1000, 20, 50)
+    logdir = _sweep_logdir(runs, tags, steps)
+    ours_list, ours_chart = [], []
+    for _ in range(1 if quick else h.repeat):
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        argv = [sys.executable, "-m", "tensorsight", "board", "--logdir", str(logdir),
+                "--port", str(port), "--quiet"]  # fmt: skip
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        try:
+            _wait_data(url + "/api/runs", 600)
+            page.goto(url + "/#scalars")
+            _run_list_ready(page, runs, 600)
+            ours_list.append(time.perf_counter() - start)
+            page.wait_for_selector(".scalar-card canvas[data-points]", timeout=600_000)
+            ours_chart.append(time.perf_counter() - start)
+            if not quick and len(ours_list) == 1:
+                _sweep_scroll(h, page, runs)
+        finally:
+            page.close()
+            proc.terminate()
+            proc.wait(timeout=30)
+    label = f"tensorsight board, {runs} runs: first chart"
+    h.results.setdefault(label, Result(label)).seconds.extend(ours_chart)
+    list_label = f"tensorsight board, {runs} runs: run list"
+    h.results.setdefault(list_label, Result(list_label)).seconds.extend(ours_list)
+    tensorboard = shutil.which("tensorboard", path=os.path.dirname(sys.executable))
+    tb_median = None
+    if not quick and tensorboard:
+        anchor = f"tensorboard --load_fast, {runs} runs: first chart"
+        for _ in range(h.repeat):
+            port = _free_port()
+            argv = [tensorboard, "--logdir", str(logdir), "--port", str(port),
+                    "--load_fast=true"]  # fmt: skip
+            url = f"http://127.0.0.1:{port}"
+            secs = _first_chart(browser, argv, url, "tb", 600, tag_filter="metrics")
+            h.results.setdefault(anchor, Result(anchor)).seconds.append(secs)
+        tb_median = statistics.median(h.results[anchor].seconds)
+    ours = statistics.median(ours_chart)
+    versus = ""
+    if tb_median is not None:
+        versus = f"; TensorBoard --load_fast first chart {tb_median:.2f} s"
+        versus += f" (x{tb_median / ours:.2f})"
+    h.note(
+        f"sweep of {runs} runs x {tags} tags x {steps} steps: run list in "
+        f"{statistics.median(ours_list):.2f} s, first chart in {ours:.2f} s (medians of "
+        f"{len(ours_chart)}; goal < 2 s each){versus}"
+    )
+
+
+def _sweep_scroll(h: Harness, page: Any, runs: int) -> None:
+    """Frame times while scrolling the run list, then the scalars view, to their ends."""
+    script = """async (sel) => {
+        const el = document.querySelector(sel);
+        const deltas = [];
+        let last = performance.now();
+        while (el.scrollTop + el.clientHeight < el.scrollHeight - 2 && deltas.length < 2000) {
+            el.scrollTop += 200;
+            await new Promise(r => requestAnimationFrame(r));
+            const now = performance.now();
+            deltas.push(now - last);
+            last = now;
+        }
+        return deltas;
+    }"""
+    for name, sel in (("run list", ".sidebar"), ("scalars view", "#content")):
+        frames = sorted(page.evaluate(script, sel)) or [0.0]
+        p95 = frames[max(int(len(frames) * 0.95) - 1, 0)]
+        h.note(
+            f"scrolling the {name} with {runs} runs: {len(frames)} frames, median "
+            f"{statistics.median(frames):.1f} ms, p95 {p95:.1f} ms, max {frames[-1]:.1f} ms"
+        )
+
+
 def run(h: Harness) -> None:
     _downsample_case(h, 100_000 if h.quick else 1_000_000)
     if not Path(CHROMIUM).exists():
@@ -212,5 +329,6 @@ def run(h: Harness) -> None:
                 h.compare(anchor)
             runs, tags, points = (10, 10, 500) if h.quick else (100, 50, 1_000)
             _scroll_case(h, browser, runs, tags, points)
+            _sweep_case(h, browser, h.quick)
         finally:
             browser.close()

@@ -49,6 +49,9 @@ export async function getJson<T>(path: string, params: Params = {}): Promise<T> 
 /** Runs per request for the routes that take many `run` parameters: within every route's
  * limit (`at most N runs per request`) and a URL of a few KiB. */
 export const RUN_CHUNK = 64;
+/** Runs per `/api/views/scalars/multi` request (its limit is 500): fewer, larger requests,
+ * since a 1,000-run sweep asks once per chart. */
+export const SERIES_RUN_CHUNK = 250;
 
 /**
  * `getJson` for a route with a repeated `run` parameter: more runs than `size` go in chunks,

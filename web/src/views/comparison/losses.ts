@@ -1,6 +1,6 @@
 // Loss curves of the selected runs, overlaid next to the comparison table, when the logdir
 // also holds training summaries (read through the scalars view's API).
-import { getJsonByRuns, mergeSeries, toNumber } from "../../api/client";
+import { getJsonByRuns, mergeSeries, SERIES_RUN_CHUNK, toNumber } from "../../api/client";
 import type { ScalarSeriesResponse } from "../../api/types";
 import { LineChart } from "../../core/chart";
 import { h, type BoardState } from "../../core/state";
@@ -54,6 +54,7 @@ export class LossCurves {
       { tag, x: "step", fields: "step,wall_time,value", width: this.chart.plotWidth() },
       runs,
       mergeSeries,
+      SERIES_RUN_CHUNK,
     );
     if (seq !== this.seq || !this.chart) return;
     this.chart.setData(series.map((s) => ({

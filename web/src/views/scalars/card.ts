@@ -1,5 +1,5 @@
 // One scalars chart: a tag (or two composed tags) with the selected runs overlaid.
-import { buildUrl, getJsonByRuns, mergeSeries, toNumber } from "../../api/client";
+import { buildUrl, getJsonByRuns, mergeSeries, SERIES_RUN_CHUNK, toNumber } from "../../api/client";
 import type { ScalarSeriesResponse } from "../../api/types";
 import { LineChart, type ChartSeries, type XKind, type ZoomBox } from "../../core/chart";
 import { smoothEma } from "../../core/smoothing";
@@ -143,6 +143,7 @@ export class ScalarCard {
           },
           runs,
           mergeSeries,
+          SERIES_RUN_CHUNK,
         ).then((r) => r.series.map((one): [string, number, ScalarSeriesResponse] => [one.run, axis, one])),
       );
     });
