@@ -251,7 +251,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     say("fp32 vs bf16 autocast:")
     say(result.healthy)
     say("")
-    say("fp32 vs planted LayerNorm-eps bug in blocks.1:")
+    say(f"fp32 vs the planted bug ({result.planted_bug}):")
     say(result.bug)
     say("")
     say(f"reports: {result.logdir / 'compare'}")
