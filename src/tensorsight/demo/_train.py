@@ -241,4 +241,5 @@ def _log_end(
     writer.add_hparams(
         {"precision": "bf16" if bf16 else "fp32", "lr": LR, "batch": BATCH, "steps": steps},
         {"hparam/eval_loss": held_out.loss, "hparam/eval_accuracy": held_out.accuracy},
+        global_step=steps,  # the metrics' points sit at the last step, not at step 0
     )
