@@ -121,7 +121,7 @@ check: test
 
 # The whole story on a small model: train, dump, compare, then serve the board (Ctrl-C stops).
 demo: $(DEMO_STAMP) $(WEB_BUILD)
-	$(call say,"the demo: train fp32 and bf16 then dump and compare (~10 s) then serve the board")
+	$(call say,"the demo: train fp32 and bf16 then dump and compare (~25 s) then serve the board")
 	$(BIN)/tensorsight demo --logdir tensorsight-demo --force
 
 bench: $(STAMP)

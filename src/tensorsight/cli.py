@@ -219,14 +219,15 @@ def register_demo(subparsers: Any) -> None:
         "demo",
         help="train, dump and compare a small model on the CPU, then serve the board",
         description=(
-            "Train a small model in fp32 and bf16 with SummaryWriter, dump one step of fp32, "
-            "bf16 and a planted-bug run, compare them, and serve the board on the result."
+            "Train a small CNN on noisy shapes in fp32 and bf16 with SummaryWriter, dump one "
+            "step of fp32, bf16 and a planted-bug run, compare them, and serve the board on "
+            "the result."
         ),
         epilog=DEMO_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--logdir", default="tensorsight-demo", help="output folder")
-    parser.add_argument("--steps", type=int, default=None, help="training steps per run (200)")
+    parser.add_argument("--steps", type=int, default=None, help="training steps per run (300)")
     parser.add_argument("--force", action="store_true", help="replace a non-empty --logdir")
     parser.add_argument("--no-serve", action="store_true", help="stop before serving the board")
     parser.add_argument("--port", type=int, default=None, help="board port (default 6006)")
@@ -251,7 +252,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     say("fp32 vs bf16 autocast:")
     say(result.healthy)
     say("")
-    say("fp32 vs planted LayerNorm-eps bug in blocks.1:")
+    say(f"fp32 vs the planted bug ({result.planted_bug}):")
     say(result.bug)
     say("")
     say(f"reports: {result.logdir / 'compare'}")

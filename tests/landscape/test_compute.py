@@ -125,6 +125,21 @@ def test_random_directions_project_checkpoints():
     assert abs(ls.path[-1, 1]) < 1e-9
 
 
+def test_under_autocast_every_point_sees_its_own_weights():
+    # autocast caches the bf16 casts of the weights until its context exits; each grid point
+    # must be evaluated with the weights moved there, not the first point's cached casts
+    model, data = _mlp(), _data()
+
+    def loss(out, y):
+        return LOSS(out.float(), y)
+
+    plain = tl.compute(model, loss, data, grid=5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        reduced = tl.compute(model, loss, data, grid=5)
+    assert np.ptp(reduced.values) > 0.5 * np.ptp(plain.values)
+    np.testing.assert_allclose(reduced.values, plain.values, rtol=0.05, atol=0.02)
+
+
 def test_nonfinite_loss_is_nan():
     model = torch.nn.Linear(2, 1)
 

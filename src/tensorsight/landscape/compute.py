@@ -289,6 +289,9 @@ def _evaluate(
                 p.add_(u, alpha=a)
             if b:
                 p.add_(v, alpha=b)
+        # under torch.autocast the casts of the weights are cached until the context exits:
+        # without this every point would reuse the first point's reduced-precision weights
+        torch.clear_autocast_cache()
         return _loss(model, loss_fn, data)
 
     values = np.empty((axis.size, axis.size), dtype=np.float64)
