@@ -86,6 +86,8 @@ PART_NAMES = {
         "DataGraph",
         "DataProvider",
         "DetailLimits",
+        "EmbeddingData",
+        "EmbeddingEntry",
         "GraphNodeData",
         "HistogramRecord",
         "ImageRecord",

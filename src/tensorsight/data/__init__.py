@@ -33,6 +33,7 @@ from tensorsight.data.custom_scalars import (
     ScalarLayout,
     merge_layouts,
 )
+from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams
 from tensorsight.data.landscapes import LandscapeData
@@ -64,6 +65,8 @@ __all__ = [
     "DataGraph",
     "DataProvider",
     "DetailLimits",
+    "EmbeddingData",
+    "EmbeddingEntry",
     "GraphNodeData",
     "HistogramRecord",
     "ImageRecord",

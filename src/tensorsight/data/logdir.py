@@ -17,6 +17,7 @@ import numpy as np
 
 from tensorsight.data.audio import AudioClip
 from tensorsight.data.custom_scalars import ScalarLayout
+from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams, fold_hparams_runs, merge_hparams
 from tensorsight.data.landscapes import LandscapeData
@@ -368,6 +369,80 @@ class LogdirProvider(DataProvider):
             for r in records
             if max_bytes is None or len(r.encoded) <= max_bytes
         ]
+
+    def _embedding_records(self, run: str, tag: str) -> list[Any]:
+        from tensorsight.errors import UsageError
+
+        with self._lock:
+            try:
+                return list(self._logdir.embeddings(self._src(run, "embeddings", tag), tag))
+            except UsageError:
+                raise KeyError(tag) from None
+
+    def _embedding_record(self, run: str, tag: str, step: int) -> Any:
+        found = [r for r in self._embedding_records(run, tag) if r.step == step]
+        if not found:
+            msg = f"{tag}@{step}"
+            raise KeyError(msg)
+        return found[-1]
+
+    def read_embeddings(self, run: str, tag: str) -> list[EmbeddingEntry]:
+        records = sorted(self._embedding_records(run, tag), key=lambda r: r.step)
+        by_step = {r.step: r for r in records}  # the newest entry of a step wins
+        return [
+            EmbeddingEntry(r.step, r.tensor_name, r.metadata_path is not None, r.sprite_dim)
+            for r in by_step.values()
+        ]
+
+    def load_embedding(self, run: str, tag: str, step: int) -> EmbeddingData:
+        from tensorsight.summary import _fs
+        from tensorsight.summary.projector import load_embedding
+
+        record = self._embedding_record(run, tag, step)
+        try:
+            mtime = _fs.stat(record.tensor_path).mtime
+        except OSError:
+            mtime = -1.0
+        key = (record, mtime)
+        cache: dict[Any, EmbeddingData] = self.__dict__.setdefault("_embedding_cache", {})
+        with self._lock:
+            hit = cache.get(key)
+        if hit is not None:
+            return hit
+        loaded = load_embedding(record)
+        if loaded.matrix is None:
+            raise ValueError(" ".join(loaded.problems))
+        matrix = loaded.matrix
+        matrix.flags.writeable = False
+        meta = loaded.metadata
+        data = EmbeddingData(
+            step=record.step,
+            tensor_name=record.tensor_name,
+            matrix=matrix,
+            columns=meta.columns if meta else (),
+            rows=meta.rows if meta else (),
+            sprite_dim=record.sprite_dim,
+            problems=loaded.problems,
+        )
+        with self._lock:
+            while len(cache) >= 2:  # matrices can be large: keep the last two
+                cache.pop(next(iter(cache)))
+            cache[key] = data
+        return data
+
+    def read_embedding_sprite(self, run: str, tag: str, step: int) -> tuple[bytes, str]:
+        from tensorsight.errors import InputFileError
+        from tensorsight.summary.projector import read_sprite
+
+        record = self._embedding_record(run, tag, step)
+        if record.sprite_path is None:
+            msg = f"{tag}@{step}"
+            raise KeyError(msg)
+        max_bytes = self._limits.max_blob_bytes
+        try:
+            return read_sprite(record, *(() if max_bytes is None else (max_bytes,)))
+        except InputFileError as exc:
+            raise ValueError(str(exc)) from None
 
     def read_scalar_layout(self, run: str) -> ScalarLayout:
         from tensorsight.errors import UsageError

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from tensorsight.data.audio import AudioClip
     from tensorsight.data.comparisons import ComparisonStore
     from tensorsight.data.custom_scalars import ScalarLayout
+    from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
     from tensorsight.data.graphs import DataGraph, ModelGraph
     from tensorsight.data.hparams import RunHParams
     from tensorsight.data.landscapes import LandscapeData
@@ -69,6 +70,7 @@ KINDS: tuple[str, ...] = (
     "landscapes",
     "data_graphs",
     "custom_scalars",
+    "embeddings",
 )
 
 
@@ -297,6 +299,24 @@ class DataProvider(abc.ABC):
 
     def read_audio(self, run: str, tag: str) -> list[AudioClip]:
         """Audio clips of a tag in step order."""
+        raise KeyError(tag)
+
+    def read_embeddings(self, run: str, tag: str) -> list[EmbeddingEntry]:
+        """The projector embeddings of a tag (kind ``embeddings``) in step order."""
+        raise KeyError(tag)
+
+    def load_embedding(self, run: str, tag: str, step: int) -> EmbeddingData:
+        """The points and labels of the embedding of ``tag`` at ``step``.
+
+        Raises:
+            KeyError: No such embedding.
+            ValueError: Its matrix cannot be read (the message names the file and line).
+        """
+        raise KeyError(tag)
+
+    def read_embedding_sprite(self, run: str, tag: str, step: int) -> tuple[bytes, str]:
+        """The sprite image (bytes, media type) of an embedding; KeyError when it has none,
+        ValueError when its file cannot be served."""
         raise KeyError(tag)
 
     def read_scalar_layout(self, run: str) -> ScalarLayout:

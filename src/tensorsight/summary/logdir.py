@@ -8,7 +8,10 @@ A *run* is a folder holding event files, named by its path relative to the logdi
 * MindSpore summaries ``*_MS``, lineage files ``*_lineage``, graphs ``*.pb`` (MindSpore
   names them ``ms_output_*.pb``),
 * ONNX model files ``*.onnx``, read as the graph ``<file name>`` of the run whose folder
-  holds them (a folder holding only model files is a run too).
+  holds them (a folder holding only model files is a run too),
+* the embedding projector's ``projector_config.pbtxt`` (``add_embedding``): kind
+  ``embeddings``, one record per entry, the files it names read on demand
+  (:mod:`tensorsight.summary.projector`).
 
 A ``.pb`` or ``.onnx`` file that cannot be decoded is listed as a graph without nodes whose
 ``error`` says why.
@@ -39,11 +42,13 @@ from tensorsight.summary.mindspore import (
     MindSporeSummaryReader,
 )
 from tensorsight.summary.onnx_graph import OnnxGraphFile
+from tensorsight.summary.projector import CONFIG_NAME, ProjectorConfigReader
 from tensorsight.summary.reader import Batch, CorruptRecordWarning, EventFileReader
 from tensorsight.summary.records import (
     KINDS,
     AudioRecord,
     DataGraphRecord,
+    EmbeddingRecord,
     Graph,
     HistogramRecord,
     HParamsRecord,
@@ -77,7 +82,8 @@ def file_format(name: str) -> str | None:
     """Which reader handles a file name: ``"tensorboard"``, ``"ms_summary"``,
     ``"ms_lineage"``, ``"ms_graph"`` (any ``*.pb`` but a TensorFlow SavedModel's
     ``saved_model.pb``, ``fingerprint.pb``, ``keras_metadata.pb``), ``"onnx_graph"``
-    (``*.onnx``), or ``None`` for files that are not logs."""
+    (``*.onnx``), ``"projector"`` (``projector_config.pbtxt``), or ``None`` for files that
+    are not logs."""
     if "tfevents" in name:
         return "tensorboard"
     if name.endswith("_MS"):
@@ -88,6 +94,8 @@ def file_format(name: str) -> str | None:
         return "ms_graph"
     if name.endswith(".onnx"):
         return "onnx_graph"
+    if name == CONFIG_NAME:
+        return "projector"
     return None
 
 
@@ -97,6 +105,7 @@ _READERS: dict[str, type[EventFileReader]] = {
     "ms_lineage": MindSporeLineageReader,
     "ms_graph": MindSporeGraphFile,
     "onnx_graph": OnnxGraphFile,
+    "projector": ProjectorConfigReader,
 }
 
 
@@ -417,6 +426,10 @@ class Logdir:
     def data_graphs(self, run: str, tag: str) -> list[DataGraphRecord]:
         """Data-pipeline graphs of a tag."""
         return self._records(run, "data_graphs", tag)
+
+    def embeddings(self, run: str, tag: str) -> list[EmbeddingRecord]:
+        """Projector embeddings of a tag (paths only; see ``summary.projector.load_embedding``)."""
+        return self._records(run, "embeddings", tag)
 
     def graph(self, run: str, tag: str | None = None) -> Graph | None:
         """The computational graph ``tag`` of ``run`` (default: ``"graph"``, else the first).

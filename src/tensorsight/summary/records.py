@@ -18,6 +18,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AudioRecord",
     "DataGraphRecord",
+    "EmbeddingRecord",
     "Graph",
     "GraphNode",
     "HParamsRecord",
@@ -45,6 +46,7 @@ KINDS: tuple[str, ...] = (
     "graphs",
     "landscapes",
     "data_graphs",
+    "embeddings",
 )
 
 
@@ -194,6 +196,26 @@ class PrCurveRecord:
     false_negatives: NDArray[np.float64]
     precision: NDArray[np.float64]
     recall: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class EmbeddingRecord:
+    """One embedding of the projector (``add_embedding``), listed from ``projector_config.pbtxt``.
+
+    Only paths and names: the matrix, labels and sprite are read on demand with
+    :func:`tensorsight.summary.projector.load_embedding` (a matrix can take hundreds of MB).
+    Paths are absolute; ``metadata_path``/``sprite_path`` are ``None`` when the entry has none.
+    ``wall_time`` is 0.0: the files carry no training time. ``sprite_dim`` is the (width,
+    height) of one thumbnail.
+    """
+
+    step: int
+    wall_time: float
+    tensor_name: str
+    tensor_path: str
+    metadata_path: str | None = None
+    sprite_path: str | None = None
+    sprite_dim: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, eq=False)
