@@ -18,4 +18,5 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   hparams: () => import("./hparams/index"),
   pr_curves: () => import("./pr_curves/index"),
   custom_scalars: () => import("./custom_scalars/index"),
+  embeddings: () => import("./embeddings/index"),
 };

@@ -31,6 +31,7 @@ BUILTIN_VIEWS: dict[str, str] = {
     "hparams": "tensorsight.board.views.hparams:HParamsView",
     "pr_curves": "tensorsight.board.views.pr_curves:PrCurvesView",
     "custom_scalars": "tensorsight.board.views.custom_scalars:CustomScalarsView",
+    "embeddings": "tensorsight.board.views.embeddings:EmbeddingsView",
 }
 
 

@@ -1,0 +1,465 @@
+// Embeddings view: TensorBoard's projector. The server computes a PCA (2 or 3 components) of at
+// most 10,000 sampled points; this draws it on a canvas (3-D: drag to rotate), colours points by
+// a metadata column (legend), shows a point's labels on hover, lists the nearest neighbours of
+// a clicked point (over the whole matrix, on the server) and highlights them, and highlights the
+// points whose label matches the search box. The canvas's data-* attributes are for tests.
+import { getJson } from "../../api/client";
+import type { TagEntry } from "../../api/types";
+import { formatNumber } from "../../core/format";
+import { h, type ViewContext, type ViewInstance } from "../../core/state";
+import {
+  categorize,
+  defaultColorColumn,
+  depthOrder,
+  fitScreen,
+  hitTest,
+  matchLabels,
+  PLAIN_COLOR,
+  pointLabels,
+  radiusOf,
+  rotate,
+  spriteCell,
+  toScreen,
+  varianceText,
+  type Categories,
+  type EmbeddingsResponse,
+  type NeighborsResponse,
+  type ProjectionResponse,
+  type ScreenMap,
+} from "./model";
+import "./embeddings.css";
+
+const API = "/api/views/embeddings";
+const PAD = 28;
+
+function option(value: string, text: string): HTMLOptionElement {
+  const o = h("option", { value }, text);
+  return o;
+}
+
+function fill(select: HTMLSelectElement, items: [string, string][], keep: string): void {
+  select.replaceChildren(...items.map(([v, t]) => option(v, t)));
+  if (items.some(([v]) => v === keep)) select.value = keep;
+}
+
+export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
+  const runSel = h("select", { id: "emb-run", title: "run" });
+  const tagSel = h("select", { id: "emb-tag", title: "tag" });
+  const stepSel = h("select", { id: "emb-step", title: "step" });
+  const dimsSel = h("select", { id: "emb-dims" }, option("2", "2-D"), option("3", "3-D"));
+  const colorSel = h("select", { id: "emb-color" });
+  const labelSel = h("select", { id: "emb-label" });
+  const search = h("input", { type: "search", id: "emb-search", placeholder: "search labels (regex)" });
+  const metricSel = h("select", { id: "emb-metric" }, option("cosine", "cosine"), option("euclidean", "euclidean"));
+  const kSel = h("select", { id: "emb-k" }, ...["5", "10", "20", "50"].map((k) => option(k, k)));
+  kSel.value = "10";
+  const message = h("p", { class: "muted", id: "emb-message" });
+  const canvas = h("canvas", { class: "emb-canvas", id: "emb-canvas" });
+  const tooltip = h("div", { class: "emb-tooltip", hidden: "" });
+  const info = h("div", { class: "chart-info", id: "emb-info" });
+  const problems = h("div", { class: "warn-text emb-problems" });
+  const legend = h("div", { class: "emb-legend", id: "emb-legend" });
+  const panel = h("aside", { class: "card emb-panel", id: "emb-panel" }, h("p", { class: "muted" }, "Click a point to list its nearest neighbours."));
+  const stage = h("div", { class: "emb-stage" }, canvas, tooltip);
+  const card = h("section", { class: "card emb-card" }, stage, info, legend, problems);
+  el.append(
+    h(
+      "div",
+      { class: "toolbar emb-toolbar" },
+      h("label", {}, "run ", runSel),
+      h("label", {}, "tag ", tagSel),
+      h("label", {}, "step ", stepSel),
+      h("label", {}, "view ", dimsSel),
+      h("label", {}, "colour by ", colorSel),
+      h("label", {}, "label ", labelSel),
+      search,
+      h("label", {}, "neighbours ", kSel, metricSel),
+    ),
+    message,
+    h("div", { class: "emb-main" }, card, panel),
+  );
+
+  let tags: TagEntry[] = [];
+  let proj: ProjectionResponse | null = null;
+  let labels: string[] = [];
+  let cats: Categories | null = null;
+  let matches: boolean[] = [];
+  let flat: Float64Array = new Float64Array(0);
+  let map: ScreenMap = { scale: 1, cx: 0, cy: 0 };
+  let radius = 0;
+  let yaw = 0.6;
+  let pitch = 0.35;
+  let selected = -1; // position among the shown points
+  let neighbors: NeighborsResponse | null = null;
+  let neighborSet = new Set<number>(); // positions among the shown points
+  let position = new Map<number, number>(); // matrix index -> position
+  let seq = 0;
+  let sprite: HTMLImageElement | null = null;
+  let disposed = false;
+
+  const cssSize = (): [number, number] => {
+    const w = Math.max(300, stage.clientWidth || 600);
+    const hgt = Math.max(260, Math.min(620, window.innerHeight - 250));
+    return [w, hgt];
+  };
+
+  function project(): void {
+    if (!proj) return;
+    const three = proj.coords[0]?.length === 3;
+    flat = rotate(proj.coords, three ? yaw : 0, three ? pitch : 0);
+    const [w, hgt] = cssSize();
+    map = fitScreen(flat, w, hgt, PAD, three ? radius : undefined);
+  }
+
+  function draw(): void {
+    const [w, hgt] = cssSize();
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.round(w * dpr);
+    canvas.height = Math.round(hgt * dpr);
+    canvas.style.width = `${w}px`;
+    canvas.style.height = `${hgt}px`;
+    const g = canvas.getContext("2d");
+    if (!g) return;
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, w, hgt);
+    if (!proj) {
+      canvas.dataset.points = "0";
+      return;
+    }
+    project();
+    const three = proj.coords[0]?.length === 3;
+    const anyMatch = matches.some(Boolean);
+    const n = proj.coords.length;
+    const order = three ? depthOrder(flat) : Array.from({ length: n }, (_, i) => i);
+    let zlo = Infinity, zhi = -Infinity;
+    if (three) for (let i = 0; i < n; i++) { const z = flat[i * 3 + 2] as number; zlo = Math.min(zlo, z); zhi = Math.max(zhi, z); }
+    const r0 = n > 3000 ? 2 : 3;
+    for (const i of order) {
+      const [x, y] = toScreen(flat, i, map);
+      const depth = three && zhi > zlo ? ((flat[i * 3 + 2] as number) - zlo) / (zhi - zlo) : 1;
+      const dim = anyMatch && !matches[i];
+      g.globalAlpha = dim ? 0.15 : three ? 0.45 + 0.55 * depth : 0.85;
+      g.fillStyle = cats ? (cats.colors[i] as string) : PLAIN_COLOR;
+      g.beginPath();
+      g.arc(x, y, three ? r0 * (0.7 + 0.6 * depth) : r0, 0, 2 * Math.PI);
+      g.fill();
+    }
+    g.globalAlpha = 1;
+    const ring = (i: number, r: number, color: string, width: number): void => {
+      const [x, y] = toScreen(flat, i, map);
+      g.strokeStyle = color;
+      g.lineWidth = width;
+      g.beginPath();
+      g.arc(x, y, r, 0, 2 * Math.PI);
+      g.stroke();
+    };
+    for (let i = 0; i < n; i++) if (anyMatch && matches[i]) ring(i, r0 + 2, "#b8860b", 1.5);
+    for (const i of neighborSet) ring(i, r0 + 3, "#d62728", 2);
+    if (selected >= 0) ring(selected, r0 + 5, "#111", 2.5);
+    drawAxes(g, w, hgt, three);
+    canvas.dataset.points = String(n);
+    canvas.dataset.total = String(proj.points);
+    canvas.dataset.dims = String(three ? 3 : 2);
+    canvas.dataset.matches = String(matches.filter(Boolean).length);
+    canvas.dataset.selected = selected >= 0 ? String(proj.indices[selected]) : "";
+    canvas.dataset.neighbors = String(neighborSet.size);
+    canvas.dataset.colorBy = colorSel.value;
+    canvas.dataset.rotation = `${yaw.toFixed(3)},${pitch.toFixed(3)}`;
+    if (n) {
+      const [x, y] = toScreen(flat, 0, map);
+      canvas.dataset.point0 = `${x.toFixed(1)},${y.toFixed(1)}`;
+    }
+  }
+
+  function drawAxes(g: CanvasRenderingContext2D, w: number, hgt: number, three: boolean): void {
+    if (!proj) return;
+    const ev = proj.explained_variance;
+    const pct = (k: number): string => `PC${k + 1} (${(100 * (ev[k] ?? 0)).toFixed(1)}%)`;
+    g.fillStyle = "#555";
+    g.font = "11px sans-serif";
+    if (!three) {
+      g.strokeStyle = "#ccc";
+      g.lineWidth = 1;
+      g.beginPath();
+      g.moveTo(PAD / 2, hgt - PAD / 2);
+      g.lineTo(w - PAD / 2, hgt - PAD / 2);
+      g.moveTo(PAD / 2, hgt - PAD / 2);
+      g.lineTo(PAD / 2, PAD / 2);
+      g.stroke();
+      g.textAlign = "right";
+      g.fillText(`${pct(0)} →`, w - PAD / 2, hgt - PAD / 2 - 4);
+      g.save();
+      g.translate(PAD / 2 + 12, PAD / 2);
+      g.rotate(-Math.PI / 2);
+      g.textAlign = "right";
+      g.fillText(`${pct(1)} →`, 0, 0);
+      g.restore();
+      return;
+    }
+    // a small triad of the three components, rotated with the cloud
+    const axes = rotate([[1, 0, 0], [0, 1, 0], [0, 0, 1]], yaw, pitch);
+    const ox = 44, oy = hgt - 44, len = 30;
+    g.textAlign = "left";
+    for (let k = 0; k < 3; k++) {
+      const x = ox + (axes[k * 3] as number) * len, y = oy - (axes[k * 3 + 1] as number) * len;
+      g.strokeStyle = ["#c0392b", "#27ae60", "#2c6fbb"][k] as string;
+      g.lineWidth = 2;
+      g.beginPath();
+      g.moveTo(ox, oy);
+      g.lineTo(x, y);
+      g.stroke();
+      if (Math.hypot(x - ox, y - oy) > 10) g.fillText(pct(k), x + 3, y - 2); // an axis seen end-on: no label
+    }
+    g.fillStyle = "#888";
+    g.fillText("drag to rotate", w - 100, hgt - 8);
+  }
+
+  function thumb(pos: number): HTMLElement | null {
+    if (!proj?.sprite_dim || !sprite) return null;
+    const idx = proj.indices[pos] as number;
+    const [w, hgt] = proj.sprite_dim;
+    const cell = spriteCell(idx, proj.points, proj.sprite_dim);
+    const zoom = Math.max(1, Math.min(6, 48 / Math.max(w, hgt))); // small thumbnails scaled up
+    const div = h("div", { class: "emb-thumb" });
+    div.style.width = `${w * zoom}px`;
+    div.style.height = `${hgt * zoom}px`;
+    div.style.backgroundImage = `url("${sprite.src}")`;
+    div.style.backgroundPosition = `-${cell.x * zoom}px -${cell.y * zoom}px`;
+    div.style.backgroundSize = `${cell.columns * w * zoom}px auto`;
+    return div;
+  }
+
+  function details(pos: number): HTMLElement {
+    const p = proj as ProjectionResponse;
+    const row = p.metadata[pos] ?? [];
+    const table = h("table", { class: "emb-meta" });
+    table.append(h("tr", {}, h("th", {}, "index"), h("td", {}, String(p.indices[pos]))));
+    p.columns.forEach((c, k) => table.append(h("tr", {}, h("th", {}, c), h("td", {}, row[k] ?? ""))));
+    const out = h("div", {}, h("div", { class: "emb-label" }, labels[pos] ?? ""), table);
+    const t = thumb(pos);
+    if (t) out.prepend(t);
+    return out;
+  }
+
+  function showTooltip(pos: number, x: number, y: number): void {
+    if (pos < 0 || !proj) {
+      tooltip.hidden = true;
+      return;
+    }
+    tooltip.replaceChildren(details(pos));
+    tooltip.dataset.index = String(proj.indices[pos]);
+    tooltip.hidden = false;
+    const [w, hgt] = cssSize();
+    const tw = tooltip.offsetWidth, th = tooltip.offsetHeight;
+    tooltip.style.left = `${x + 14 + tw <= w ? x + 14 : Math.max(0, x - 14 - tw)}px`; // never over the point
+    tooltip.style.top = `${y + 14 + th <= hgt ? y + 14 : Math.max(0, y - 14 - th)}px`;
+  }
+
+  function renderPanel(): void {
+    if (!proj || selected < 0) {
+      panel.replaceChildren(h("p", { class: "muted" }, "Click a point to list its nearest neighbours."));
+      return;
+    }
+    const idx = proj.indices[selected] as number;
+    const head = h("div", { class: "emb-selected", "data-index": String(idx) }, h("h3", {}, `point ${idx}`), details(selected));
+    const list = h("ol", { class: "emb-neighbors" });
+    if (neighbors && neighbors.index === idx) {
+      const labelCol = Number(labelSel.value);
+      for (const nb of neighbors.neighbors) {
+        const name = labelCol >= 0 && nb.metadata[labelCol] !== undefined ? nb.metadata[labelCol] : `#${nb.index}`;
+        const li = h(
+          "li",
+          { "data-index": String(nb.index), class: position.has(nb.index) ? "" : "off-canvas" },
+          h("span", { class: "emb-nb-label" }, name as string),
+          h("span", { class: "emb-nb-dist" }, formatNumber(nb.distance)),
+        );
+        li.title = position.has(nb.index) ? "select" : "not among the drawn (sampled) points";
+        li.addEventListener("click", () => {
+          const pos = position.get(nb.index);
+          if (pos !== undefined) void select(pos);
+        });
+        list.append(li);
+      }
+    } else {
+      list.append(h("li", { class: "muted" }, "loading…"));
+    }
+    const clear = h("button", { type: "button", id: "emb-clear" }, "clear");
+    clear.addEventListener("click", () => void select(-1));
+    panel.replaceChildren(head, h("h4", {}, `nearest ${kSel.value} (${metricSel.value})`, " ", clear), list);
+  }
+
+  async function select(pos: number): Promise<void> {
+    selected = pos;
+    neighbors = null;
+    neighborSet = new Set();
+    renderPanel();
+    draw();
+    if (pos < 0 || !proj) return;
+    const p = proj;
+    const mine = ++seq;
+    try {
+      neighbors = await getJson<NeighborsResponse>(`${API}/neighbors`, {
+        run: p.run, tag: p.tag, step: p.step, i: p.indices[pos], k: kSel.value, metric: metricSel.value,
+      });
+    } catch (err) {
+      panel.append(h("p", { class: "error-text" }, String(err)));
+      return;
+    }
+    if (mine !== seq || proj !== p) return;
+    neighborSet = new Set(neighbors.neighbors.map((nb) => position.get(nb.index)).filter((x): x is number => x !== undefined));
+    renderPanel();
+    draw();
+  }
+
+  function recolor(): void {
+    if (!proj) return;
+    const col = Number(colorSel.value);
+    cats = col >= 0 ? categorize(proj.metadata.map((r) => r[col] ?? "")) : null;
+    legend.replaceChildren(
+      ...(cats?.legend ?? []).map((e) => {
+        const sw = h("span", { class: "tt-swatch" });
+        sw.style.background = e.color;
+        return h("span", { class: "emb-legend-item", "data-value": e.value, title: `${e.count} points` }, sw, `${e.value} (${e.count})`);
+      }),
+    );
+    draw();
+  }
+
+  function relabel(): void {
+    if (!proj) return;
+    labels = pointLabels(proj, Number(labelSel.value));
+    matches = matchLabels(labels, search.value);
+    const count = matches.filter(Boolean).length;
+    search.title = search.value ? `${count} matching points` : "";
+    search.dataset.matches = String(count);
+    renderPanel();
+    draw();
+  }
+
+  async function loadProjection(): Promise<void> {
+    const run = runSel.value, tag = tagSel.value, step = stepSel.value;
+    if (!run || !tag || step === "") return;
+    const mine = ++seq;
+    info.textContent = "computing the projection…";
+    let body: ProjectionResponse;
+    try {
+      body = await getJson<ProjectionResponse>(`${API}/projection`, { run, tag, step, dims: dimsSel.value });
+    } catch (err) {
+      if (mine !== seq) return;
+      proj = null;
+      info.textContent = `error: ${String(err)}`;
+      info.classList.add("error-text");
+      draw();
+      return;
+    }
+    if (mine !== seq || disposed) return;
+    info.classList.remove("error-text");
+    const same = proj && proj.run === body.run && proj.tag === body.tag && proj.step === body.step;
+    const keepIdx = same && selected >= 0 ? (proj as ProjectionResponse).indices[selected] : undefined;
+    proj = body;
+    radius = radiusOf(body.coords);
+    position = new Map(body.indices.map((idx, pos) => [idx, pos]));
+    const cols: [string, string][] = body.columns.map((c, k) => [String(k), c]);
+    fill(colorSel, [["-1", "(none)"], ...cols], same ? colorSel.value : String(defaultColorColumn(body.columns, body.metadata)));
+    fill(labelSel, cols.length ? cols : [["-1", "index"]], same ? labelSel.value : cols.length ? "0" : "-1");
+    sprite = null;
+    if (body.sprite_dim) {
+      const img = new Image();
+      img.src = `${API}/sprite?${new URLSearchParams({ run, tag, step })}`;
+      sprite = img;
+    }
+    const parts = [
+      `${body.shown.toLocaleString()} of ${body.points.toLocaleString()} points`,
+      `${body.features} dims`,
+      varianceText(body.explained_variance),
+    ];
+    if (body.sampled) parts.push(`sampled: ${body.shown.toLocaleString()} points drawn at random, PCA fitted on ${body.fit_points.toLocaleString()}`);
+    info.textContent = parts.join(" · ");
+    problems.textContent = body.problems.join(" ");
+    labels = pointLabels(body, Number(labelSel.value));
+    matches = matchLabels(labels, search.value);
+    search.dataset.matches = String(matches.filter(Boolean).length);
+    recolor();
+    const pos = keepIdx === undefined ? -1 : (position.get(keepIdx) ?? -1);
+    await select(pos);
+  }
+
+  async function loadSteps(): Promise<void> {
+    const run = runSel.value, tag = tagSel.value;
+    if (!run || !tag) return;
+    const body = await getJson<EmbeddingsResponse>(`${API}/embeddings`, { run, tag });
+    const keep = stepSel.value;
+    const items: [string, string][] = body.embeddings.map((e) => [String(e.step), String(e.step)]);
+    fill(stepSel, items, keep);
+    if (!items.some(([v]) => v === keep) && items.length) stepSel.value = (items[items.length - 1] as [string, string])[0];
+    await loadProjection();
+  }
+
+  function fillTags(): void {
+    const run = runSel.value;
+    const forRun = tags.filter((t) => t.runs.includes(run)).map((t): [string, string] => [t.tag, t.tag]);
+    fill(tagSel, forRun, tagSel.value);
+  }
+
+  async function fetchTags(): Promise<void> {
+    const runs = ctx.state.selectedRuns();
+    tags = runs.length ? (await getJson<{ tags: TagEntry[] }>(`${API}/tags`, { run: runs })).tags : [];
+    const withData = runs.filter((r) => tags.some((t) => t.runs.includes(r)));
+    fill(runSel, withData.map((r) => [r, r]), runSel.value);
+    fillTags();
+    message.textContent = tags.length ? "" : "No embeddings in the selected runs (add_embedding writes them).";
+    card.hidden = panel.hidden = !tags.length;
+    if (!tags.length) {
+      proj = null;
+      return;
+    }
+    await loadSteps();
+  }
+
+  let drag: { x: number; y: number; yaw: number; pitch: number; moved: boolean } | null = null;
+  canvas.addEventListener("mousedown", (e) => {
+    drag = { x: e.offsetX, y: e.offsetY, yaw, pitch, moved: false };
+  });
+  canvas.addEventListener("mousemove", (e) => {
+    if (drag && Math.hypot(e.offsetX - drag.x, e.offsetY - drag.y) > 3) drag.moved = true;
+    if (drag?.moved && proj?.coords[0]?.length === 3) {
+      yaw = drag.yaw + (e.offsetX - drag.x) * 0.01;
+      pitch = Math.max(-1.5, Math.min(1.5, drag.pitch + (e.offsetY - drag.y) * 0.01));
+      tooltip.hidden = true;
+      draw();
+      return;
+    }
+    showTooltip(hitTest(flat, map, e.offsetX, e.offsetY, 8), e.offsetX, e.offsetY);
+  });
+  canvas.addEventListener("mouseleave", () => {
+    tooltip.hidden = true;
+    drag = null;
+  });
+  canvas.addEventListener("mouseup", (e) => {
+    const click = drag !== null && !drag.moved;
+    drag = null;
+    if (click) void select(hitTest(flat, map, e.offsetX, e.offsetY, 8));
+  });
+
+  runSel.addEventListener("change", () => {
+    fillTags();
+    void loadSteps();
+  });
+  tagSel.addEventListener("change", () => void loadSteps());
+  stepSel.addEventListener("change", () => void loadProjection());
+  dimsSel.addEventListener("change", () => void loadProjection());
+  colorSel.addEventListener("change", () => recolor());
+  labelSel.addEventListener("change", () => relabel());
+  search.addEventListener("input", () => relabel());
+  for (const s of [kSel, metricSel]) s.addEventListener("change", () => void select(selected));
+  const onResize = (): void => draw();
+  window.addEventListener("resize", onResize);
+  void fetchTags();
+  return {
+    refresh: () => void fetchTags(),
+    dispose: () => {
+      disposed = true;
+      window.removeEventListener("resize", onResize);
+    },
+  };
+}
