@@ -204,3 +204,18 @@ def test_nan_points_are_drawn_at_zero_and_reported(tmp_path):
     body = projection_impl(LogdirProvider(tmp_path), ".", "default", 0)
     assert np.isfinite(np.array(body["coords"])).all()
     assert "1 of the shown points hold NaN or Inf" in body["problems"][0]
+
+
+def test_pca_by_scatter_matrix_and_by_svd_agree():
+    x = np.random.default_rng(5).standard_normal((8, 5)) * [5, 4, 3, 2, 1]
+    mean, axes, explained = pca(x, 3)  # more points than dims: the scatter matrix's eigenvectors
+    wide = np.hstack([x, np.zeros((8, 3))])  # as many dims as points: the SVD
+    mean_w, axes_w, explained_w = pca(wide, 3)
+    np.testing.assert_allclose(mean_w[:5], mean)
+    np.testing.assert_allclose(axes_w[:, :5], axes, atol=1e-9)
+    np.testing.assert_allclose(axes_w[:, 5:], 0, atol=1e-9)
+    np.testing.assert_allclose(explained_w, explained, rtol=1e-9)
+    centred = x - x.mean(axis=0)
+    np.testing.assert_allclose(
+        explained, np.square(centred @ axes.T).sum(axis=0) / np.square(centred).sum(), rtol=1e-9
+    )

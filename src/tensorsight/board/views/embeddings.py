@@ -3,7 +3,8 @@
 Serves ``add_embedding`` output of torch's writer, tensorboardX and ours (the files that
 ``projector_config.pbtxt`` names). ``GET /embeddings`` lists one tag's embeddings of a run
 (one per step); ``GET /projection`` answers a PCA to 2 or 3 components (the matrix centred,
-the SVD of at most :data:`MAX_FIT_POINTS` sampled points, explained variance per component)
+the principal axes of at most :data:`MAX_FIT_POINTS` sampled points, explained variance per
+component)
 of at most ``max_points`` points, sampled evenly at random with a fixed seed when there are
 more (the answer says so), with their metadata; ``GET /neighbors`` the ``k`` nearest points
 of one point over the whole matrix (cosine or euclidean); ``GET /sprite`` the thumbnail
@@ -52,7 +53,7 @@ __all__ = [
 
 DEFAULT_POINTS = 10_000  # points drawn unless the client asks for fewer or more
 MAX_POINTS = 50_000  # the most points one projection returns
-MAX_FIT_POINTS = 10_000  # points the SVD is computed on (sampled); all drawn points are projected
+MAX_FIT_POINTS = 10_000  # points the axes are fitted on (sampled); all drawn points are projected
 MAX_NEIGHBORS = 100
 MAX_SPRITE_BYTES = 16 * 1024 * 1024
 METRICS = ("cosine", "euclidean")
@@ -141,11 +142,19 @@ def pca(
     axes = np.zeros((components, x.shape[1]))
     explained = np.zeros(components)
     if centred.shape[0] >= 1 and x.shape[1] >= 1 and total > 0:
-        _, s, vt = np.linalg.svd(centred, full_matrices=False)
+        if centred.shape[0] > centred.shape[1]:
+            # more points than dims: the eigenvectors of the dims x dims scatter matrix are
+            # the SVD's axes, cheaper when the points far outnumber the dims
+            w, v = np.linalg.eigh(centred.T @ centred)
+            order = np.argsort(w)[::-1]
+            s2, vt = np.clip(w[order], 0.0, None), v[:, order].T
+        else:
+            _, s, vt = np.linalg.svd(centred, full_matrices=False)
+            s2 = np.square(s)
         # directions without spread are arbitrary (BLAS-dependent): drawn as zeros instead
-        k = min(components, int((s > s[0] * 1e-9).sum()))
+        k = min(components, int((s2 > s2[0] * 1e-12).sum()))
         axes[:k] = vt[:k]
-        explained[:k] = np.square(s[:k]) / total
+        explained[:k] = s2[:k] / total
         for row in axes[:k]:
             if row[np.argmax(np.abs(row))] < 0:
                 row *= -1
@@ -168,7 +177,7 @@ def projection_impl(
         shown points' rows in the matrix (all of them unless ``sampled``), ``coords`` one
         ``[x, y(, z)]`` per shown point, ``metadata`` one row of strings per shown point
         (``columns`` names them; both empty without labels), ``explained_variance`` each
-        component's share of the variance of the points the SVD was fitted on (at most
+        component's share of the variance of the points the axes were fitted on (at most
         :data:`MAX_FIT_POINTS`, ``fit_points`` says how many).
     """
     data = _load(provider, run, tag, step)

@@ -19,6 +19,7 @@ Every problem is a ``ValueError`` whose message names the line; callers add the 
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -234,24 +235,29 @@ def parse_tensors(data: bytes, *, max_values: int) -> NDArray[np.float32]:
             "(TENSORSIGHT_MAX_TENSOR_MIB)"
         )
         raise ValueError(msg)
-    tokens = data.split()
-    if len(tokens) != rows * dims:
-        for number, line in _numbered(data):
-            if len(line.split()) != dims:
-                msg = f"line {number}: {len(line.split())} values, expected {dims} like line 1"
-                raise ValueError(msg)
-    try:
-        return np.array(tokens, dtype=np.bytes_).astype(np.float32).reshape(rows, dims)
-    except ValueError:
-        pass
+    with warnings.catch_warnings():
+        # numpy warns (and stops) at the first value it cannot read: make that an error
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            values = np.fromstring(data, dtype=np.float32, sep=" ")
+        except (ValueError, DeprecationWarning):
+            values = None
+    if values is not None and values.size == rows * dims:
+        ragged = any(len(line.split()) != dims for line in lines)
+        if not ragged:
+            return values.reshape(rows, dims)
     for number, line in _numbered(data):
-        for token in line.split():
+        cells = line.split()
+        if len(cells) != dims:
+            msg = f"line {number}: {len(cells)} values, expected {dims} like line 1"
+            raise ValueError(msg)
+        for token in cells:
             try:
                 float(token)
             except ValueError:
                 msg = f"line {number}: {token[:40].decode(errors='replace')!r} is not a number"
                 raise ValueError(msg) from None
-    msg = "values that are not numbers"  # pragma: no cover - float() and numpy agree
+    msg = "values that are not numbers"  # pragma: no cover - float() reads what numpy reads
     raise ValueError(msg)
 
 
