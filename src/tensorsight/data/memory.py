@@ -10,6 +10,7 @@ import numpy as np
 
 from tensorsight.data.audio import AudioClip
 from tensorsight.data.custom_scalars import ScalarLayout
+from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import DataGraph, ModelGraph
 from tensorsight.data.hparams import RunHParams
 from tensorsight.data.landscapes import LandscapeData
@@ -176,6 +177,33 @@ class InMemoryProvider(DataProvider):
         with self._lock:
             self._models.setdefault(("audio", run, tag), []).append(clip)
             self._touch(run, "audio", tag, [clip.wall_time])
+
+    def add_embedding(
+        self, run: str, tag: str, data: EmbeddingData, sprite: tuple[bytes, str] | None = None
+    ) -> None:
+        """Add (or replace) the embedding of ``tag`` at ``data.step``, with an optional
+        sprite ``(bytes, media type)``."""
+        with self._lock:
+            found = self._models.setdefault(("embeddings", run, tag), {})
+            found[data.step] = (data, sprite)
+            self._touch(run, "embeddings", tag, [])
+
+    def read_embeddings(self, run: str, tag: str) -> list[EmbeddingEntry]:
+        found = self._models[("embeddings", run, tag)]
+        return [
+            EmbeddingEntry(step, d.tensor_name, bool(d.columns), d.sprite_dim)
+            for step, (d, _) in sorted(found.items())
+        ]
+
+    def load_embedding(self, run: str, tag: str, step: int) -> EmbeddingData:
+        data: EmbeddingData = self._models[("embeddings", run, tag)][step][0]
+        return data
+
+    def read_embedding_sprite(self, run: str, tag: str, step: int) -> tuple[bytes, str]:
+        sprite: tuple[bytes, str] | None = self._models[("embeddings", run, tag)][step][1]
+        if sprite is None:
+            raise KeyError(tag)
+        return sprite
 
     def add_scalar_layout(self, run: str, layout: ScalarLayout) -> None:
         """Set the custom-scalar layout of ``run`` (listed under the custom_scalars kind)."""

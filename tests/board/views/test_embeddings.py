@@ -219,3 +219,24 @@ def test_pca_by_scatter_matrix_and_by_svd_agree():
     np.testing.assert_allclose(
         explained, np.square(centred @ axes.T).sum(axis=0) / np.square(centred).sum(), rtol=1e-9
     )
+
+
+def test_an_in_memory_embedding_is_served_like_a_logdir_one():
+    from tensorsight.data import EmbeddingData, InMemoryProvider
+
+    provider = InMemoryProvider()
+    rows = tuple((f"pt{i}", f"class{c}") for i, c in enumerate(CLASSES))
+    data = EmbeddingData(7, "emb:00007", MAT, ("name", "class"), rows, (4, 4))
+    provider.add_embedding("mem", "emb", data, (b"\x89PNG\r\n\x1a\n", "image/png"))
+    client = TestClient(create_app(provider))
+    listed = client.get(f"{API}/embeddings", params={"run": "mem", "tag": "emb"}).json()
+    assert listed["embeddings"][0]["has_sprite"]
+    body = projection_impl(provider, "mem", "emb", 7)
+    assert body["metadata"][31] == ["pt31", "class1"]
+    assert body["explained_variance"][0] > 0.9
+    r = client.get(f"{API}/sprite", params={"run": "mem", "tag": "emb", "step": 7})
+    assert r.headers["content-type"] == "image/png"
+    provider.add_embedding("mem", "emb", data, (b"<svg onload=alert(1)>", "image/svg+xml"))
+    r = client.get(f"{API}/sprite", params={"run": "mem", "tag": "emb", "step": 7})
+    assert r.status_code == 422
+    assert "PNG or JPEG" in r.json()["error"]["message"]

@@ -57,6 +57,7 @@ MAX_FIT_POINTS = 10_000  # points the axes are fitted on (sampled); all drawn po
 MAX_NEIGHBORS = 100
 MAX_SPRITE_BYTES = 16 * 1024 * 1024
 METRICS = ("cosine", "euclidean")
+SPRITE_TYPES = frozenset({"image/png", "image/jpeg"})
 _SEED = 0
 
 
@@ -290,6 +291,9 @@ def sprite_impl(provider: DataProvider, run: str, tag: str, step: int) -> tuple[
         raise NotFound(msg) from None
     except ValueError as exc:
         raise UnreadableEmbedding(str(exc)[:2000]) from None
+    if media not in SPRITE_TYPES:
+        msg = f"The sprite of tag {tag[:200]!r} is {media[:40]!r}; the board sends PNG or JPEG."
+        raise UnreadableEmbedding(msg)
     if len(data) > MAX_SPRITE_BYTES:
         msg = (
             f"The sprite of tag {tag[:200]!r} has {len(data)} bytes; the board sends at most "
