@@ -139,6 +139,11 @@ def test_projector_colour_hover_neighbours_search_and_3d(page1280, server):
     page.fill("#emb-search", "")
     wait_attr(page, "matches", "0")
 
+    # thumbnails: every point drawn as its sprite image
+    page.check("#emb-thumbs")
+    wait_attr(page, "thumbs", str(N))
+    shot(page, "embeddings_thumbnails")
+
     # 3-D: drag rotates the cloud
     page.select_option("#emb-dims", "3")
     wait_attr(page, "dims", "3")
@@ -158,3 +163,5 @@ def test_projector_colour_hover_neighbours_search_and_3d(page1280, server):
     wait_attr(page, "points", "50")
     assert page.locator("#emb-legend .emb-legend-item").count() == 0
     assert attr(page, "selected") == ""
+    assert page.locator("#emb-thumbs").is_disabled()  # no sprite: no thumbnails
+    assert attr(page, "thumbs") == "0"

@@ -31,6 +31,8 @@ import "./embeddings.css";
 
 const API = "/api/views/embeddings";
 const PAD = 28;
+const THUMB_PX = 18; // a thumbnail's larger side on the canvas
+const MAX_THUMBS = 3000; // more points than this are drawn as dots
 
 function option(value: string, text: string): HTMLOptionElement {
   const o = h("option", { value }, text);
@@ -51,6 +53,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const labelSel = h("select", { id: "emb-label" });
   const search = h("input", { type: "search", id: "emb-search", placeholder: "search labels (regex)" });
   const metricSel = h("select", { id: "emb-metric" }, option("cosine", "cosine"), option("euclidean", "euclidean"));
+  const thumbs = h("input", { type: "checkbox", id: "emb-thumbs" });
+  const thumbsLabel = h("label", { title: "draw each point as its sprite thumbnail (up to 3,000 points)" }, thumbs, " thumbnails");
   const kSel = h("select", { id: "emb-k" }, ...["5", "10", "20", "50"].map((k) => option(k, k)));
   kSel.value = "10";
   const message = h("p", { class: "muted", id: "emb-message" });
@@ -73,6 +77,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       h("label", {}, "colour by ", colorSel),
       h("label", {}, "label ", labelSel),
       search,
+      thumbsLabel,
       h("label", {}, "neighbours ", kSel, metricSel),
     ),
     message,
@@ -134,7 +139,23 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     let zlo = Infinity, zhi = -Infinity;
     if (three) for (let i = 0; i < n; i++) { const z = flat[i * 3 + 2] as number; zlo = Math.min(zlo, z); zhi = Math.max(zhi, z); }
     const r0 = n > 3000 ? 2 : 3;
+    const tiles = thumbs.checked && sprite?.complete && sprite.naturalWidth > 0 && proj.sprite_dim && n <= MAX_THUMBS ? sprite : null;
+    let drawnThumbs = 0;
     for (const i of order) {
+      if (tiles && proj.sprite_dim) {
+        const [x, y] = toScreen(flat, i, map);
+        const [tw, th] = proj.sprite_dim;
+        const cell = spriteCell(proj.indices[i] as number, proj.points, proj.sprite_dim);
+        const size = THUMB_PX * (three && zhi > zlo ? 0.7 + 0.6 * (((flat[i * 3 + 2] as number) - zlo) / (zhi - zlo)) : 1);
+        const sw = size * Math.min(1, tw / th), sh = size * Math.min(1, th / tw);
+        g.globalAlpha = anyMatch && !matches[i] ? 0.15 : 1;
+        g.drawImage(tiles, cell.x, cell.y, tw, th, x - sw / 2, y - sh / 2, sw, sh);
+        g.strokeStyle = cats ? (cats.colors[i] as string) : PLAIN_COLOR; // the colour as a frame
+        g.lineWidth = 1.5;
+        g.strokeRect(x - sw / 2, y - sh / 2, sw, sh);
+        drawnThumbs++;
+        continue;
+      }
       const [x, y] = toScreen(flat, i, map);
       const depth = three && zhi > zlo ? ((flat[i * 3 + 2] as number) - zlo) / (zhi - zlo) : 1;
       const dim = anyMatch && !matches[i];
@@ -158,6 +179,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     if (selected >= 0) ring(selected, r0 + 5, "#111", 2.5);
     drawAxes(g, w, hgt, three);
     canvas.dataset.points = String(n);
+    canvas.dataset.thumbs = String(drawnThumbs);
     canvas.dataset.total = String(proj.points);
     canvas.dataset.dims = String(three ? 3 : 2);
     canvas.dataset.matches = String(matches.filter(Boolean).length);
@@ -199,7 +221,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     // a small triad of the three components, rotated with the cloud
     const axes = rotate([[1, 0, 0], [0, 1, 0], [0, 0, 1]], yaw, pitch);
     const ox = 44, oy = hgt - 44, len = 30;
-    g.textAlign = "left";
+    const tags: { text: string; x: number; y: number; left: number; right: number }[] = [];
     for (let k = 0; k < 3; k++) {
       const x = ox + (axes[k * 3] as number) * len, y = oy - (axes[k * 3 + 1] as number) * len;
       g.strokeStyle = ["#c0392b", "#27ae60", "#2c6fbb"][k] as string;
@@ -208,8 +230,22 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       g.moveTo(ox, oy);
       g.lineTo(x, y);
       g.stroke();
-      if (Math.hypot(x - ox, y - oy) > 10) g.fillText(pct(k), x + 3, y - 2); // an axis seen end-on: no label
+      const len2d = Math.hypot(x - ox, y - oy);
+      if (len2d <= 12) continue; // an axis seen end-on gets no label
+      // the label past the axis's tip, on its side
+      const ux = (x - ox) / len2d, uy = (y - oy) / len2d;
+      const text = pct(k), width = g.measureText(text).width;
+      const lx = x + ux * 6, ly = y + uy * 6 + (uy > 0 ? 8 : 0);
+      tags.push({ text, x: lx, y: ly, left: ux >= 0 ? lx : lx - width, right: ux >= 0 ? lx + width : lx });
     }
+    tags.sort((a, b) => a.y - b.y);
+    tags.forEach((t, i) => {
+      for (const p of tags.slice(0, i)) {
+        if (Math.abs(t.y - p.y) < 12 && t.left < p.right && p.left < t.right) t.y = p.y + 12; // labels never overlap
+      }
+      g.textAlign = "left";
+      g.fillText(t.text, t.left, t.y);
+    });
     g.fillStyle = "#888";
     g.fillText("drag to rotate", w - 100, hgt - 8);
   }
@@ -365,9 +401,15 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     sprite = null;
     if (body.sprite_dim) {
       const img = new Image();
+      img.addEventListener("load", () => {
+        if (sprite === img && thumbs.checked) draw();
+      });
       img.src = `${API}/sprite?${new URLSearchParams({ run, tag, step })}`;
       sprite = img;
     }
+    thumbs.disabled = !body.sprite_dim || body.shown > MAX_THUMBS;
+    if (thumbs.disabled) thumbs.checked = false;
+    thumbsLabel.classList.toggle("muted", thumbs.disabled);
     const parts = [
       `${body.shown.toLocaleString()} of ${body.points.toLocaleString()} points`,
       `${body.features} dims`,
@@ -451,6 +493,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   colorSel.addEventListener("change", () => recolor());
   labelSel.addEventListener("change", () => relabel());
   search.addEventListener("input", () => relabel());
+  thumbs.addEventListener("change", () => draw());
   for (const s of [kSel, metricSel]) s.addEventListener("change", () => void select(selected));
   const onResize = (): void => draw();
   window.addEventListener("resize", onResize);
