@@ -165,3 +165,39 @@ def test_projector_colour_hover_neighbours_search_and_3d(page1280, server):
     assert attr(page, "selected") == ""
     assert page.locator("#emb-thumbs").is_disabled()  # no sprite: no thumbnails
     assert attr(page, "thumbs") == "0"
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (1920, 1080)])
+def test_layout_fits_and_no_control_is_covered(browser, server, width, height):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        page.goto(server + "/#embeddings")
+        wait_attr(page, "points", str(N))
+        canvas = page.locator("#emb-canvas").bounding_box()
+        panel = page.locator("#emb-panel").bounding_box()
+        assert canvas["x"] + canvas["width"] <= panel["x"]  # the panel beside the chart
+        assert panel["x"] + panel["width"] <= width
+        assert canvas["y"] + canvas["height"] <= height  # the whole scatter on screen
+        for control in ("#emb-run", "#emb-tag", "#emb-step", "#emb-dims", "#emb-color",
+                        "#emb-label", "#emb-search", "#emb-thumbs", "#emb-k", "#emb-metric"):  # fmt: skip
+            box = page.locator(control).bounding_box()
+            assert box["x"] >= 0
+            assert box["x"] + box["width"] <= width, control
+            x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+            hit = page.evaluate(
+                f"() => document.elementFromPoint({x}, {y}) === document.querySelector('{control}')"
+            )
+            assert hit, f"{control} is covered"
+        # the hover readout never covers the point it describes
+        x, y = point0(page)
+        page.mouse.move(x, y)
+        tip = page.locator(".emb-tooltip:not([hidden])")
+        tip.wait_for()
+        box = tip.bounding_box()
+        assert not (
+            box["x"] <= x <= box["x"] + box["width"] and box["y"] <= y <= box["y"] + box["height"]
+        )
+        shot(page, f"embeddings_layout_{width}")
+    finally:
+        context.close()

@@ -104,7 +104,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
 
   const cssSize = (): [number, number] => {
     const w = Math.max(300, stage.clientWidth || 600);
-    const hgt = Math.max(260, Math.min(620, window.innerHeight - 250));
+    const hgt = Math.max(260, Math.min(900, window.innerHeight - 250));
     return [w, hgt];
   };
 
