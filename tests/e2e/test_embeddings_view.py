@@ -167,6 +167,10 @@ def test_projector_colour_hover_neighbours_search_and_3d(page1280, server):
     assert attr(page, "thumbs") == "0"
 
 
+CONTROLS = ("#emb-run", "#emb-tag", "#emb-step", "#emb-dims", "#emb-color", "#emb-label",
+            "#emb-search", "#emb-thumbs", "#emb-k", "#emb-metric")  # fmt: skip
+
+
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (1920, 1080)])
 def test_layout_fits_and_no_control_is_covered(browser, server, width, height):
     context = browser.new_context(viewport={"width": width, "height": height})
@@ -179,8 +183,7 @@ def test_layout_fits_and_no_control_is_covered(browser, server, width, height):
         assert canvas["x"] + canvas["width"] <= panel["x"]  # the panel beside the chart
         assert panel["x"] + panel["width"] <= width
         assert canvas["y"] + canvas["height"] <= height  # the whole scatter on screen
-        for control in ("#emb-run", "#emb-tag", "#emb-step", "#emb-dims", "#emb-color",
-                        "#emb-label", "#emb-search", "#emb-thumbs", "#emb-k", "#emb-metric"):  # fmt: skip
+        for control in CONTROLS:
             box = page.locator(control).bounding_box()
             assert box["x"] >= 0
             assert box["x"] + box["width"] <= width, control
