@@ -103,7 +103,7 @@ pytest: $(STAMP) $(WEB_BUILD) system-deps
 # pinned to match, so what an AVX2-only CPU runs (our avx2 loop, ATen's AVX2 kernels), what a
 # CPU with no vector extension runs (portable C, ATen "default") and the no-compiler fallback
 # (numpy) are each tested on any machine; no coverage here.
-KERNEL_TESTS := tests/compare tests/capture
+KERNEL_TESTS := tests/compare tests/capture tests/dumpformat
 KERNEL_PATHS := avx2:avx2 portable:default numpy:default
 kernel-paths: $(STAMP) $(WEB_BUILD) system-deps
 	@set -e; for pair in $(KERNEL_PATHS); do \
