@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from tensorsight.compare.engine import _may_be_permuted, _sorted_equal
+from tensorsight.compare.layout import may_be_permuted, sorted_equal
 from tensorsight.compare.metrics import compare_arrays
 
 
 def _check(bench, target):
     values = compare_arrays(bench, target).values
     rel = values["rel_euclidean"]
-    return _may_be_permuted(values, rel), _sorted_equal(bench, target, rel)
+    return may_be_permuted(values, rel), sorted_equal(bench, target, rel)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -58,8 +58,8 @@ def test_float32_tensors_beyond_the_float32_square_range_still_compare():
     """Values whose squares overflow float32 (> 1.8e19): the sums of squares are float64."""
     rng = np.random.default_rng(4)
     bench = (rng.standard_normal(4096) * 1e25).astype(np.float32)
-    assert _sorted_equal(bench, rng.permutation(bench), 0.5)
-    assert not _sorted_equal(bench, bench * np.float32(1.5), 0.5)
+    assert sorted_equal(bench, rng.permutation(bench), 0.5)
+    assert not sorted_equal(bench, bench * np.float32(1.5), 0.5)
 
 
 class _RollThenDeep(torch.nn.Module):
@@ -83,7 +83,7 @@ def test_only_ops_that_add_error_are_sorted(tmp_path, monkeypatch):
     """Inherited rows with look-alike moments are candidates but are not sorted; the op
     that introduces the permutation still gets ``layout-transpose``."""
     from tensorsight import dump
-    from tensorsight.compare import compare, engine
+    from tensorsight.compare import compare, layout
 
     torch.manual_seed(0)
     model, x = _RollThenDeep(), torch.randn(16, 32)
@@ -97,7 +97,7 @@ def test_only_ops_that_add_error_are_sorted(tmp_path, monkeypatch):
         paths.append(tmp_path / name)
     _RollThenDeep.shift = 1
     counts = {"candidates": 0, "sorted": 0}
-    pre, sort = engine._may_be_permuted, engine._sorted_equal
+    pre, sort = layout.may_be_permuted, layout.sorted_equal
 
     def counted_pre(values, rel):
         ok = pre(values, rel)
@@ -108,8 +108,8 @@ def test_only_ops_that_add_error_are_sorted(tmp_path, monkeypatch):
         counts["sorted"] += 1
         return sort(bench, target, rel)
 
-    monkeypatch.setattr(engine, "_may_be_permuted", counted_pre)
-    monkeypatch.setattr(engine, "_sorted_equal", counted_sort)
+    monkeypatch.setattr(layout, "may_be_permuted", counted_pre)
+    monkeypatch.setattr(layout, "sorted_equal", counted_sort)
     result = compare(*paths)
     first = result.first_divergence
     assert first is not None
@@ -124,7 +124,7 @@ def test_only_ops_that_add_error_are_sorted(tmp_path, monkeypatch):
 def test_the_sort_budget_counts_sorts_not_candidates(monkeypatch):
     """Candidates on passing rows are dropped without a sort and use none of the budget:
     with room for one sort, the error row after them still gets it."""
-    from tensorsight.compare import engine
+    from tensorsight.compare import engine, layout
     from tensorsight.compare.result import OpComparison
 
     rng = np.random.default_rng(0)
@@ -135,11 +135,11 @@ def test_the_sort_budget_counts_sorts_not_candidates(monkeypatch):
         def load(self, rec):
             return arrays[rec]
 
-    monkeypatch.setattr(engine, "LAYOUT_CHECKS_MAX", 1)
+    monkeypatch.setattr(layout, "CHECKS_MAX", 1)
     measure = engine._Measure(_Side(), _Side(), (), {})
     rows = []
     for i, verdict in enumerate(["pass", "warning", "error"]):
-        token = f"{engine._LAYOUT_CANDIDATE}{i}"
+        token = f"{layout.CANDIDATE}{i}"
         measure.layout[token] = ("b", "t", 0.5)
         rows.append(
             OpComparison(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from tensorsight.compare import layout
 from tensorsight.compare.budget import reduction_length, unit_roundoff
 from tensorsight.compare.result import Advice, OpComparison
 from tensorsight.dumpformat.schema import DumpManifest
@@ -134,18 +135,18 @@ def _overflow(rows: Sequence[OpComparison]) -> list[Advice]:
 
 
 def _layout(r: OpComparison, pos: int) -> list[Advice]:
-    if r.mechanism != "layout-transpose":
+    if r.mechanism != layout.MECHANISM:
         return []
     ev = (
         f"At {_where(r)} the target holds the bench's values in another order (sorted values "
         f"agree, rel. Euclidean {r.rel_euclidean or 0:.3g} unsorted): a layout, transpose or "
         "reshape mismatch."
     )
-    return [Advice("layout-transpose", ev, pos)]
+    return [Advice(layout.MECHANISM, ev, pos)]
 
 
 def _scale_shift(r: OpComparison, pos: int) -> list[Advice]:
-    if r.mechanism == "layout-transpose":
+    if r.mechanism == layout.MECHANISM:
         return []
     if r.cosine is None or r.rel_euclidean is None or math.isnan(r.cosine):
         return []

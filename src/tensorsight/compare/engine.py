@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tensorsight.compare import layout
 from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
@@ -611,9 +612,9 @@ class _Measure:
         if self.custom:
             out["custom"] = {s.key: float(s.func(yb, xt)) for s in self.custom}
         rel = pm.values["rel_euclidean"]
-        big = rel > LAYOUT_CHECK_MIN_ERROR and yb.size <= LAYOUT_CHECK_MAX_ELEMS
-        if big and _may_be_permuted(pm.values, rel):  # sorted later, if the op adds error
-            token = f"{_LAYOUT_CANDIDATE}{next(self._tokens)}"
+        big = rel > layout.CHECK_MIN_ERROR and yb.size <= layout.CHECK_MAX_ELEMS
+        if big and layout.may_be_permuted(pm.values, rel):  # sorted later, if the op adds error
+            token = f"{layout.CANDIDATE}{next(self._tokens)}"
             self.layout[token] = (b, t, rel)
             out["mechanism"] = token
         return out
@@ -623,65 +624,21 @@ class _Measure:
 
         The sort that decides it (a copy and O(n log n) per side) runs only for ``error``
         rows, the ops that add error of their own, in execution order and at most
-        :data:`LAYOUT_CHECKS_MAX` per rank: after a real divergence nearly every later
+        :data:`.layout.CHECKS_MAX` per rank: after a real divergence nearly every later
         tensor differs with moments alike, and sorting each of them made a compare several
         times slower while only the op that introduces an error is a layout suspect.
         """
         found: dict[str, str | None] = {}  # token -> what its sort decided
         for k, row in enumerate(rows):
             token = row.mechanism
-            if token is None or not token.startswith(_LAYOUT_CANDIDATE):
+            if token is None or not token.startswith(layout.CANDIDATE):
                 continue
-            if token not in found and row.verdict == "error" and len(found) < LAYOUT_CHECKS_MAX:
+            if token not in found and row.verdict == "error" and len(found) < layout.CHECKS_MAX:
                 b, t, rel = self.layout[token]
-                same = _sorted_equal(*self._load(b, t), rel)
-                found[token] = "layout-transpose" if same else None
+                same = layout.sorted_equal(*self._load(b, t), rel)
+                found[token] = layout.MECHANISM if same else None
             rows[k] = row.evolve(mechanism=found.get(token))
         self.layout.clear()
-
-
-LAYOUT_CHECK_MIN_ERROR = 0.05
-LAYOUT_CHECK_MAX_ELEMS = 1 << 24
-LAYOUT_CHECKS_MAX = 64  # sorted comparisons per rank
-_LAYOUT_CANDIDATE = "layout?"  # a row's mechanism until resolve_layout decides it
-
-
-def _layout_tolerance(rel: float) -> float:
-    return min(1e-2, 0.1 * rel)
-
-
-def _may_be_permuted(values: dict[str, float], rel: float) -> bool:
-    """A necessary condition for :func:`_sorted_equal`, from the moments the kernel has.
-
-    If the sorted tensors differ by ``d = ||sort(t) - sort(b)|| < tol ||b||``, the means
-    differ by at most ``d / sqrt(n)`` and, centring being a projection, the standard
-    deviations too; ``||b|| / sqrt(n)`` is the bench's root mean square. So a pair whose
-    means or standard deviations differ by more than ``tol * rms(b)`` is not a permutation,
-    and the sort (a copy and O(n log n) per side, most of a comparison's time when every op
-    after a real bug diverges) is skipped. The slack covers rounding of the moments.
-    """
-    mb, mt = values["mean_bench"], values["mean_target"]
-    sb, st = values["std_bench"], values["std_target"]
-    bound = _layout_tolerance(rel) * math.sqrt(mb * mb + sb * sb) * (1 + 1e-6) + 1e-300
-    return abs(mt - mb) <= bound and abs(st - sb) <= bound
-
-
-def _sorted_equal(bench: np.ndarray, target: np.ndarray, rel: float) -> bool:
-    """Whether the two tensors hold the same values in another order (layout, transpose).
-
-    Two float32 tensors are sorted as they are (half the memory and time of float64
-    copies; sorting is exact in any dtype); squares and their sums are float64 (einsum
-    casts block by block: no float64 copy, no float32 overflow), and a float32 difference is
-    off by one rounding, far below the tolerance of 0.5 % or more."""
-    common = np.float32 if bench.dtype == target.dtype == np.float32 else np.float64
-    b = np.sort(bench.astype(common, copy=False).ravel())
-    t = np.sort(target.astype(common, copy=False).ravel())
-    norm = math.sqrt(float(np.einsum("i,i->", b, b, dtype=np.float64, casting="safe")))
-    if norm == 0 or not math.isfinite(norm):
-        return False
-    d = np.subtract(t, b, out=t)
-    diff = math.sqrt(float(np.einsum("i,i->", d, d, dtype=np.float64, casting="safe"))) / norm
-    return diff < _layout_tolerance(rel)
 
 
 def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:
