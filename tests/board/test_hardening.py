@@ -266,7 +266,7 @@ def every_kind_logdir(tmp_path_factory):
     ("method", "path", "params"),
     [
         ("read_scalars", "scalars/series", {"run": "train", "tag": "loss"}),
-        ("read_histograms", "histograms/series", {"run": "train", "tag": "weights"}),
+        ("sample_histograms", "histograms/series", {"run": "train", "tag": "weights"}),
         ("read_images", "images/list", {"run": "train", "tag": "sample"}),
         ("read_text", "text/series", {"run": "train", "tag": "note/text_summary"}),
         ("read_tensors", "tensors/steps", {"run": "train", "tag": "act"}),

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tensorsight.data import downsample_indices
+from tensorsight.data._downsample import evenly_spaced
 
 
 def test_small_series_is_returned_whole():
@@ -79,3 +80,19 @@ def test_reversed_range_and_bucket_counts(buckets):
     b = downsample_indices(x, y, buckets=buckets, x_min=100, x_max=20_000)
     assert a.tolist() == b.tolist()
     assert a.size <= 4 * buckets + 3
+
+
+@pytest.mark.parametrize(("total", "limit"), [(0, 5), (3, 5), (5, 5), (6, 5), (1000, 7), (9, 2)])
+def test_evenly_spaced_keeps_first_and_last_and_at_most_limit(total, limit):
+    picks = evenly_spaced(total, limit)
+    assert picks == sorted(set(picks))
+    assert len(picks) == min(total, limit)
+    if total:
+        assert picks[0] == 0
+        assert picks[-1] == total - 1
+    gaps = np.diff(picks)
+    assert gaps.size == 0 or gaps.max() - gaps.min() <= 1  # evenly spaced
+
+
+def test_evenly_spaced_with_a_limit_of_one_keeps_the_newest():
+    assert evenly_spaced(4, 1) == [3]

@@ -85,3 +85,17 @@ def test_first_read_reports_progress_in_files(logdir):
     assert seen == sorted(seen)
     assert seen[-1] == 2  # one event file per run
     assert len(p.list_runs()) == 2
+
+
+def test_sampled_histograms_are_the_evenly_spaced_records_of_the_full_read(tmp_path):
+    rng = np.random.default_rng(1)
+    with SummaryWriter(str(tmp_path / "train")) as w:
+        for step in range(37):
+            w.add_histogram("weights", rng.standard_normal(200) * (step + 1), step)
+    p = LogdirProvider(tmp_path)
+    every = p.read_histograms("train", "weights")
+    total, some = p.sample_histograms("train", "weights", 10)
+    assert total == 37
+    assert [r.step for r in some] == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36]
+    assert some == [every[r.step] for r in some]  # same buckets as the full read
+    assert p.sample_histograms("train", "weights", 100) == (37, every)

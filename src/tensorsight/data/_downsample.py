@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["downsample_indices"]
+__all__ = ["downsample_indices", "evenly_spaced"]
 
 
 def _first_per_group(idx: NDArray[np.intp], group: NDArray[np.intp]) -> NDArray[np.intp]:
@@ -108,3 +108,19 @@ def downsample_indices(
             kept = np.concatenate([nonfinite, extra])
     result: NDArray[np.intp] = np.unique(kept)
     return result if order is None else order[result]
+
+
+def evenly_spaced(total: int, limit: int) -> list[int]:
+    """Indices of at most ``limit`` of ``total`` records, evenly spaced, first and last kept.
+
+    Every index when ``total <= limit``; ``limit`` of 1 keeps the last (newest) record.
+
+    Example:
+        >>> evenly_spaced(10, 4)
+        [0, 3, 6, 9]
+    """
+    if total <= limit:
+        return list(range(total))
+    if limit <= 1:
+        return [total - 1] if limit == 1 else []
+    return sorted({round(i * (total - 1) / (limit - 1)) for i in range(limit)})

@@ -64,11 +64,7 @@ def _record(r: HistogramRecord) -> dict[str, Any]:
 def series_impl(provider: DataProvider, run: str, tag: str, *, limit: int = 500) -> dict[str, Any]:
     """Histogram records of one tag, thinned to at most ``limit`` evenly spaced records."""
     lookup(provider, "histograms", run, tag)
-    records = provider.read_histograms(run, tag)
-    total = len(records)
-    if total > limit:
-        picks = sorted({round(i * (total - 1) / (limit - 1)) for i in range(limit)})
-        records = [records[i] for i in picks]
+    total, records = provider.sample_histograms(run, tag, limit)
     return {
         "run": run,
         "tag": tag,
