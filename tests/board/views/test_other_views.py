@@ -1,6 +1,12 @@
 from __future__ import annotations
 
+import json
+
+import numpy as np
+
 from tensorsight.board.views.histograms import series_impl as hist_impl
+from tensorsight.board.views.histograms import series_json
+from tensorsight.data import HistogramRecord, InMemoryProvider
 
 
 def test_histogram_buckets_come_back_exactly(client):
@@ -20,6 +26,51 @@ def test_histogram_record_thinning_keeps_first_and_last(provider):
     body = hist_impl(provider, "train", "weights", limit=2)
     assert [r["step"] for r in body["records"]] == [0, 2]
     assert body["total_records"] == 3
+
+
+def test_histogram_answer_is_the_bytes_json_would_write():
+    """The route's own encoder writes what JSONResponse writes for series_impl's answer,
+    across repeated and distinct values, -0.0, NaN, infinities and missing fields."""
+    rng = np.random.default_rng(7)
+    shared = np.cumsum(rng.random(40)) - 10.0  # one bucket set, as writers use
+    p = InMemoryProvider()
+    for step in range(30):
+        edges = np.sort(rng.choice(shared, 12, replace=False))
+        edges[0] = rng.standard_normal()  # the record's own minimum
+        if step == 3:
+            edges[1:3] = [-0.0, 0.0]
+        if step == 5:
+            edges[-1] = np.inf
+        counts = rng.integers(0, 50, 11).astype(float)
+        if step == 6:
+            counts[[0, 4]] = [np.nan, -np.inf]
+        p.add_histogram(
+            "rün/ä",
+            "weights",
+            HistogramRecord(
+                step=step,
+                wall_time=1_700_000_000.123456789 + step / 7,
+                edges=tuple(edges.tolist()),
+                counts=tuple(counts.tolist()),
+                min=None if step == 2 else float(edges[0]),
+                max=float("nan") if step == 4 else float(edges[-1]),
+                num=float(counts.sum()),
+                sum=-float("inf") if step == 8 else 1.5,
+                nan_count=step if step % 2 else None,
+            ),
+        )
+    for limit in (2, 7, 500):
+        expected = json.dumps(
+            hist_impl(p, "rün/ä", "weights", limit=limit),
+            ensure_ascii=False,
+            allow_nan=False,
+            separators=(",", ":"),
+        ).encode()
+        assert series_json(p, "rün/ä", "weights", limit=limit) == expected
+    body = json.loads(series_json(p, "rün/ä", "weights"))
+    assert body["records"][3]["edges"][1:3] == [-0.0, 0.0]
+    assert str(body["records"][3]["edges"][1]) == "-0.0"
+    assert body["records"][6]["counts"][:1] == ["NaN"]
 
 
 def test_histogram_tags(client):

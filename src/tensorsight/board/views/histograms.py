@@ -3,19 +3,28 @@
 No rebinning: the front end draws each source bucket as one segment between its edges
 (see ``docs/http_api/histograms.md``). ``limit`` may thin the *records* (evenly spaced
 steps, the newest always kept); the response says how many exist.
+
+The route encodes its answer with :func:`series_json`, not ``json.dumps``: 500 records of
+600 buckets are 600,000 numbers, and writing each 17-digit edge with ``float.__repr__``
+took 0.22 s of a 0.3 s request (GIL held: under load every request waits for it). The
+edges of a tag repeat from record to record (writers use one fixed bucket set, as
+TensorBoard's default buckets), so each distinct value is written once per response.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tensorsight.board.views.base import (
     View,
     int_param,
     lookup,
-    offload_json,
+    offload,
     require_param,
     tags_by_kind,
 )
@@ -27,7 +36,7 @@ if TYPE_CHECKING:
 
     from tensorsight.data import DataProvider, HistogramRecord
 
-__all__ = ["HistogramsView", "series_impl"]
+__all__ = ["HistogramsView", "series_impl", "series_json"]
 
 
 def _num(v: float | None) -> float | str | None:
@@ -73,6 +82,57 @@ def series_impl(provider: DataProvider, run: str, tag: str, *, limit: int = 500)
     }
 
 
+def _dumps(value: Any) -> str:
+    # what starlette's JSONResponse writes
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _floats_json(values: Sequence[float], memo: dict[int, str]) -> str:
+    """``values`` as a JSON array, written as :func:`_nums` and ``json.dumps`` write them.
+
+    ``memo`` maps a value's 64 bits (so ``-0.0`` and each NaN stay apart) to its text, and
+    is shared by every array of one response.
+    """
+    keys = np.asarray(values, dtype=np.float64).view(np.int64).tolist()
+    parts = list(map(memo.get, keys))
+    if None in parts:
+        for i, key in enumerate(keys):
+            if parts[i] is None:
+                text = memo.get(key)
+                if text is None:
+                    text = memo[key] = _dumps(_num(values[i]))
+                parts[i] = text
+    return "[" + ",".join(parts) + "]"  # type: ignore[arg-type]  # no None is left
+
+
+def series_json(provider: DataProvider, run: str, tag: str, *, limit: int = 500) -> bytes:
+    """:func:`series_impl`'s answer as the JSON bytes ``JSONResponse`` would send (the same
+    bytes), written in a fraction of the time (see the module docstring)."""
+    lookup(provider, "histograms", run, tag)
+    total, records = provider.sample_histograms(run, tag, limit)
+    memo: dict[int, str] = {}
+    parts = []
+    for r in records:
+        head = _dumps({"step": r.step, "wall_time": r.wall_time})
+        tail = _dumps(
+            {
+                "min": _num(r.min),
+                "max": _num(r.max),
+                "num": _num(r.num),
+                "sum": _num(r.sum),
+                "nan_count": r.nan_count,
+                "pos_inf_count": r.pos_inf_count,
+                "neg_inf_count": r.neg_inf_count,
+            }
+        )
+        parts.append(
+            f'{head[:-1]},"edges":{_floats_json(r.edges, memo)},'
+            f'"counts":{_floats_json(r.counts, memo)},{tail[1:]}'
+        )
+    head = _dumps({"run": run, "tag": tag, "total_records": total})
+    return f'{head[:-1]},"records":[{",".join(parts)}]}}'.encode()
+
+
 class HistogramsView(View):
     """Histograms of a tag over steps: "front" (overlay) and "top" (offset) modes."""
 
@@ -92,11 +152,14 @@ class HistogramsView(View):
         return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _series(self, request: Request) -> Response:
-        return await offload_json(
+        from starlette.responses import Response
+
+        body = await offload(
             request,
-            series_impl,
+            series_json,
             self.provider,
             require_param(request, "run"),
             require_param(request, "tag"),
             limit=int_param(request, "limit", 500, 2, 100_000),
         )
+        return Response(body, media_type="application/json")
