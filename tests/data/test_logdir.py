@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from torch.utils.tensorboard import SummaryWriter
@@ -99,3 +102,35 @@ def test_sampled_histograms_are_the_evenly_spaced_records_of_the_full_read(tmp_p
     assert [r.step for r in some] == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36]
     assert some == [every[r.step] for r in some]  # same buckets as the full read
     assert p.sample_histograms("train", "weights", 100) == (37, every)
+
+
+def test_queries_answer_while_a_reload_reads_files(logdir, monkeypatch):
+    """Issue 20: a reload holds the provider's lock only to add what it decoded, so a
+    request's read never waits for the disk or the decoder (under load it waited seconds)."""
+    from tensorsight.summary.reader import EventFileReader
+
+    p = LogdirProvider(logdir)
+    entered, release = threading.Event(), threading.Event()
+    real = EventFileReader.read
+
+    def slow_read(self, *args, **kwargs):
+        entered.set()
+        release.wait(60)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(EventFileReader, "read", slow_read)
+    with SummaryWriter(str(logdir / "train")) as w:
+        w.add_scalar("loss", 0.01, 50)
+    reloading = threading.Thread(target=p.reload)
+    reloading.start()
+    try:
+        assert entered.wait(10)
+        with ThreadPoolExecutor(1) as pool:  # what was read before, at once
+            assert len(pool.submit(p.read_scalars, "train", "loss").result(timeout=10)) == 50
+            histograms = pool.submit(p.sample_histograms, "train", "weights", 10)
+            assert histograms.result(timeout=10)[0] == 1
+        assert "train" in [r.name for r in p.list_runs()]
+    finally:
+        release.set()
+        reloading.join(60)
+    assert len(p.read_scalars("train", "loss")) == 51

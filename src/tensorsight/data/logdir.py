@@ -106,7 +106,8 @@ class LogdirProvider(DataProvider):
 
         self.path = Path(logdir)
         self._limits = limits or Limits()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # queries, and the reload's changes to what they read
+        self._reload_lock = threading.Lock()
         self._caps = {
             kind: cap
             for kind, cap in (
@@ -136,11 +137,18 @@ class LogdirProvider(DataProvider):
         return self._generation
 
     def reload(self) -> bool:
-        """Read what was appended since the last call; True when anything changed."""
-        with self._lock:
-            result = self._logdir.reload()
-            before = self._runs
-            self._index()
+        """Read what was appended since the last call; True when anything changed.
+
+        Reads hold the lock only while the reader adds a decoded chunk and while the index
+        is rebuilt, not while it lists folders and reads and decodes files: under load a
+        reload of a live run waits for the GIL most of its time, and every request's read
+        waited with it.
+        """
+        with self._reload_lock:  # one reload at a time
+            result = self._logdir.reload(lock=self._lock)
+            with self._lock:
+                before = self._runs
+                self._index()
             changed = bool(result.has_changes) or self._runs != before
             store = self.__dict__.get("_comparisons")
             changed = (store is not None and store.reload()) or changed

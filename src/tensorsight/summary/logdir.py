@@ -25,6 +25,7 @@ newest values.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import warnings
@@ -209,54 +210,71 @@ class Logdir:
             raise InputFileError(msg)
 
     # ------------------------------------------------------------ scanning
-    def reload(self, *, progress: Callable[[int], None] | None = None) -> ReloadResult:
+    def reload(
+        self,
+        *,
+        progress: Callable[[int], None] | None = None,
+        lock: contextlib.AbstractContextManager[Any] | None = None,
+    ) -> ReloadResult:
         """Pick up new runs, files and records; returns what changed.
 
         Args:
             progress: Called with the number of files read so far (for progress bars).
+            lock: Held around each change to what the queries read (new runs and files,
+                each ingested chunk, compaction) and only then: listing, reading and
+                decoding files run without it. Another thread that queries under the same
+                lock waits for one chunk's ingest at most, never for the disk or the
+                decoder (the board's provider passes its lock; ``None``: no lock). Only one
+                reload may run at a time.
 
         Raises:
             InputFileError: The logdir itself cannot be listed.
         """
+        guard = contextlib.nullcontext() if lock is None else lock
         new_runs: list[str] = []
         new_files: list[str] = []
         unlisted: list[str] = []
-        for folder, names in _fs.walk(self.path, unlisted):
-            for name in names:
-                fmt = file_format(name)
-                if fmt is None:
-                    continue
-                run = _fs.relpath(folder, self.path)
-                store = self._runs.get(run)
-                if store is None:
-                    store = self._runs[run] = RunStore(run, self.max_points)
-                    new_runs.append(run)
-                full = _fs.join(folder, name)
-                if full not in store.readers:
-                    store.readers[full] = _READERS[fmt](
-                        full, plugins=store.plugins, check_data_crc=self.check_data_crc,
-                        use_c=self.use_c,
-                    )  # fmt: skip
-                    new_files.append(full)
+        found = [(folder, list(names)) for folder, names in _fs.walk(self.path, unlisted)]
+        with guard:
+            for folder, names in found:
+                for name in names:
+                    fmt = file_format(name)
+                    if fmt is None:
+                        continue
+                    run = _fs.relpath(folder, self.path)
+                    store = self._runs.get(run)
+                    if store is None:
+                        store = self._runs[run] = RunStore(run, self.max_points)
+                        new_runs.append(run)
+                    full = _fs.join(folder, name)
+                    if full not in store.readers:
+                        store.readers[full] = _READERS[fmt](
+                            full, plugins=store.plugins, check_data_crc=self.check_data_crc,
+                            use_c=self.use_c,
+                        )  # fmt: skip
+                        new_files.append(full)
         seen_before = {
             id(r) for store in self._runs.values() for r in store.readers.values() if r.offset
         }
         changed: dict[str, dict[str, set[str]]] = {}
-        lock = threading.Lock()
+        grew: set[str] = set()
+        ingest_lock = threading.Lock()
 
         def ingest(store: RunStore, reader: EventFileReader, batch: Batch) -> None:
-            with lock:  # one run's files may be read by several threads
+            with ingest_lock, guard:  # one run's files may be read by several threads
                 kinds = store.ingest(batch, reader)
-                if kinds and id(reader) in seen_before:
-                    self._grew.add(store.name)
+            if kinds and id(reader) in seen_before:
+                grew.add(store.name)
+            with ingest_lock:
                 for kind, tags in kinds.items():
                     changed.setdefault(store.name, {}).setdefault(kind, set()).update(tags)
 
-        self._grew = set()
         totals = self._read_all(list(self._runs.values()), ingest, progress)
-        for run, kinds in changed.items():
-            for tag in kinds.get("scalars", ()):
-                self._runs[run].scalars[tag].compact()
+        with guard:
+            self._grew = grew
+            for run, kinds in changed.items():
+                for tag in kinds.get("scalars", ()):
+                    self._runs[run].scalars[tag].compact()
         # a folder that cannot be listed is a problem once, until it can be listed again
         fresh = [p for p in unlisted if p not in self._unlisted]
         self._unlisted = set(unlisted)
