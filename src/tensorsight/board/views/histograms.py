@@ -95,13 +95,16 @@ def _floats_json(values: Sequence[float], memo: dict[int, str]) -> str:
     """
     keys = np.asarray(values, dtype=np.float64).view(np.int64).tolist()
     parts = list(map(memo.get, keys))
-    if None in parts:
-        for i, key in enumerate(keys):
-            if parts[i] is None:
-                text = memo.get(key)
-                if text is None:
-                    text = memo[key] = _dumps(_num(values[i]))
-                parts[i] = text
+    i = -1
+    while True:  # the values not in memo yet (few: list.index scans in C)
+        try:
+            i = parts.index(None, i + 1)
+        except ValueError:
+            break
+        text = memo.get(keys[i])
+        if text is None:
+            text = memo[keys[i]] = _dumps(_num(values[i]))
+        parts[i] = text
     return "[" + ",".join(parts) + "]"  # type: ignore[arg-type]  # no None is left
 
 
