@@ -249,9 +249,14 @@ def _has_live_run(body: bytes) -> bool:
 def _serve_and_hammer(
     argv: list[str], port: int, ready_path: str, paths: list[str], clients: int, per: int
 ) -> LoadResult:
+    """Start the server, wait until it lists every run and answers for the live run's
+    histograms (the live run is listed as soon as its file exists, before it holds a
+    record: a request for its tags then is a correct 404), then hammer it."""
     server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_ready(port, ready_path, _has_live_run, 300)
+        live = next(p for p in paths if "histograms" in p and "run=live" in p)
+        _wait_ready(port, live, lambda body: True, 60)
         return hammer(
             "127.0.0.1", port, paths, clients=clients, requests_per_client=per,
             time_cap_s=TIME_CAP_S,
