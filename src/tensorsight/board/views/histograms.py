@@ -23,6 +23,7 @@ import numpy as np
 from tensorsight.board.views.base import (
     View,
     int_param,
+    json_number,
     lookup,
     offload,
     require_param,
@@ -40,11 +41,7 @@ __all__ = ["HistogramsView", "series_impl", "series_json"]
 
 
 def _num(v: float | None) -> float | str | None:
-    if v is None or math.isfinite(v):
-        return v
-    if math.isnan(v):
-        return "NaN"
-    return "Infinity" if v > 0 else "-Infinity"
+    return None if v is None else json_number(v)
 
 
 def _nums(values: tuple[float, ...]) -> list[float | str | None]:
