@@ -234,6 +234,7 @@ def open_comparison(page, url: str, name: str, *, sides: bool = False) -> None:
         page.wait_for_selector("#cmp-table tbody tr", state="attached")
     page.click(f'#cmp-mode button[data-mode="{"sides" if sides else "table"}"]')
     page.wait_for_selector(".cmp-sbs-line.op" if sides else "#cmp-table tbody tr")
+    page.wait_for_selector("#cmp-tree .cmp-node")  # this comparison's tree (cleared on switch)
 
 
 def scroll_box_contains(page, selector: str) -> bool:

@@ -44,6 +44,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   let mode: "table" | "sides" = "table";
   let sidesFor = "";
   const rowsLatest = new Latest(); // a slower, older answer must not replace a newer one
+  const treeLatest = new Latest(); // the module tree, likewise (another comparison's, say)
+  const unmatchedLatest = new Latest();
   let openScopes: Set<string> | null = null;
   let disposed = false;
   const q: Query = {
@@ -302,9 +304,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   }
 
   async function loadUnmatched(): Promise<void> {
+    const ticket = unmatchedLatest.next(); // first: an older comparison's answer is stale too
     const c = info();
     if (!c || !(c.counts.unmatched ?? 0)) return void unmatched.replaceChildren();
     const page = await getJson<RowPage>(`${API}/rows`, { name, match: "unmatched", limit: 1000 });
+    if (disposed || !unmatchedLatest.current(ticket)) return;
     // one line per op: its tensors share the reason
     const groups = new Map<string, Row[]>();
     for (const r of page.rows) {
@@ -335,8 +339,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     const p: Params = { name };
     if (q.direction) p.direction = q.direction;
     if (colorBy !== "verdict") p.metric = colorBy;
+    const ticket = treeLatest.next();
     const { tree } = await getJson<{ tree: ModuleNode }>(`${API}/tree`, p);
-    if (disposed) return;
+    if (disposed || !treeLatest.current(ticket)) return;
     openScopes ??= visibleTree(tree);
     renderTree(treeBox, tree, {
       colorBy, range: summary.metric_ranges[colorBy] ?? null, higherIsBetter: higher().has(colorBy),
@@ -377,6 +382,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     sidesFor = "";
     openScopes = null;
     detail.hidden = true;
+    treeBox.replaceChildren(); // never the previous comparison's tree while this one loads
+    unmatched.replaceChildren();
     Object.assign(q, { verdicts: new Set(), op: "", module: "", modulePrefix: null, match: "all", rangeMetric: "", min: "", max: "", sort: null, desc: false, offset: 0 });
     summary = await getJson<SummaryResponse>(`${API}/summary`, { name });
     if (disposed || name !== next) return;
