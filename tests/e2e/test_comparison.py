@@ -417,3 +417,40 @@ def test_a_healthy_autocast_comparison_shows_its_casts_as_one_sided(page, struct
     first = page.locator("#cmp-table tbody tr").first
     assert first.locator("td").first.inner_text().isdigit()
     assert "index" in page.locator("#cmp-table thead").inner_text()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (1920, 1080)])
+def test_the_drill_down_drawer_covers_no_control(browser, server, width, height) -> None:
+    """Issue 22: the drawer took the banner's buttons and the table's filters; the view now
+    gives it its width, so every control of the banner, the bar and the filters stays left
+    of it and clickable."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        page.goto(server + "/#comparison")
+        page.wait_for_selector("#cmp-first-open")
+        page.click("#cmp-first-open")
+        page.wait_for_selector("#cmp-detail #cmp-heat")
+        drawer = page.locator("#cmp-detail").bounding_box()
+        assert drawer["x"] + drawer["width"] <= width + 1
+        controls = page.locator(
+            ".view-comparison .cmp-bar :is(button, select, input, summary),"
+            " #cmp-first button, #cmp-filters :is(button, select, input)"
+        )
+        assert controls.count() >= 8
+        for i in range(controls.count()):
+            c = controls.nth(i)
+            if not c.is_visible():
+                continue
+            box = c.bounding_box()
+            assert box["x"] + box["width"] <= drawer["x"] + 0.5, (
+                c.evaluate("e => e.outerHTML.slice(0, 80)"),
+                box,
+                drawer,
+            )
+        page.click("#cmp-first button:not(#cmp-first-open)")  # "side by side", not covered
+        page.click("#cmp-detail-close")
+        page.wait_for_selector("#cmp-detail", state="hidden")
+        assert "detail-open" not in (page.locator(".view-comparison").get_attribute("class") or "")
+    finally:
+        context.close()

@@ -71,6 +71,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const sides = new SideBySide((position) => void selectPosition(position));
   sides.el.hidden = true;
   const detail = h("aside", { class: "cmp-detail", id: "cmp-detail", hidden: "" });
+  // the drawer takes its width from the view instead of covering the banner, filters and table
+  const showDetail = (on: boolean): void => {
+    detail.hidden = !on;
+    el.classList.toggle("detail-open", on);
+  };
   const lossBox = h("div", { class: "cmp-losses", id: "cmp-losses", hidden: "" });
   const losses = new LossCurves(lossBox, ctx.state);
   el.append(
@@ -364,10 +369,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     selected = row.position;
     for (const tr of tableBox.querySelectorAll("tr.selected")) tr.classList.remove("selected");
     tableBox.querySelector(`tr[data-position="${row.position}"]`)?.classList.add("selected");
-    detail.hidden = false;
+    showDetail(true);
     try {
       await renderDetail(detail, name, row, {
-        close: () => { detail.hidden = true; selected = null; tableBox.querySelector("tr.selected")?.classList.remove("selected"); },
+        close: () => { showDetail(false); selected = null; tableBox.querySelector("tr.selected")?.classList.remove("selected"); },
         locate: () => void locate(row),
         table: () => void showInTable(row),
       });
@@ -381,7 +386,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     selected = null;
     sidesFor = "";
     openScopes = null;
-    detail.hidden = true;
+    showDetail(false);
     treeBox.replaceChildren(); // never the previous comparison's tree while this one loads
     unmatched.replaceChildren();
     Object.assign(q, { verdicts: new Set(), op: "", module: "", modulePrefix: null, match: "all", rangeMetric: "", min: "", max: "", sort: null, desc: false, offset: 0 });
