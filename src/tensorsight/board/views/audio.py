@@ -23,7 +23,6 @@ from tensorsight.board.views.base import (
     offload,
     require_param,
     require_runs,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -190,12 +189,6 @@ class AudioView(View):
             Route("/clips", self._clips),
             Route("/audio", self._audio),
         ]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _clips(self, request: Request) -> Response:
         from starlette.responses import JSONResponse

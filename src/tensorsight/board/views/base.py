@@ -145,6 +145,14 @@ class View(abc.ABC):
         """True when some run has data for this view (the tab is shown enabled)."""
         return any(run.tags.get(self.kind) for run in self.provider.list_runs())
 
+    async def _tags(self, request: Request) -> Response:
+        """``GET /tags?run=...``: the tags of :attr:`kind` in those runs (all when none); a
+        view lists ``Route("/tags", self._tags)`` among its routes."""
+        from starlette.responses import JSONResponse
+
+        runs = request.query_params.getlist("run") or None
+        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
+
 
 def tags_by_kind(
     provider: DataProvider, kind: str, runs: Sequence[str] | None = None

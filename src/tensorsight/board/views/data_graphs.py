@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, offload_json, require_param, tags_by_kind
+from tensorsight.board.views.base import View, offload_json, require_param
 from tensorsight.board.views.graphs import json_value
 
 if TYPE_CHECKING:
@@ -59,12 +59,6 @@ class DataGraphsView(View):
         from starlette.routing import Route
 
         return [Route("/tags", self._tags), Route("/graph", self._graph)]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _graph(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")

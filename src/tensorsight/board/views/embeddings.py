@@ -27,7 +27,6 @@ from tensorsight.board.views.base import (
     offload,
     offload_json,
     require_param,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -325,12 +324,6 @@ class EmbeddingsView(View):
             Route("/neighbors", self._neighbors),
             Route("/sprite", self._sprite),
         ]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _embeddings(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.board.errors import NotFound
-from tensorsight.board.views.base import View, offload_json, require_param, tags_by_kind
+from tensorsight.board.views.base import View, offload_json, require_param
 from tensorsight.data.readable import auxiliary_nodes
 
 if TYPE_CHECKING:
@@ -151,12 +151,6 @@ class GraphsView(View):
             Route("/graph", self._graph),
             Route("/node", self._node),
         ]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _graph(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")

@@ -27,7 +27,6 @@ from tensorsight.board.views.base import (
     lookup,
     offload,
     require_param,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -144,12 +143,6 @@ class HistogramsView(View):
         from starlette.routing import Route
 
         return [Route("/tags", self._tags), Route("/series", self._series)]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _series(self, request: Request) -> Response:
         from starlette.responses import Response

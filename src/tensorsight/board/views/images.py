@@ -18,7 +18,6 @@ from tensorsight.board.views.base import (
     offload,
     offload_json,
     require_param,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -82,12 +81,6 @@ class ImagesView(View):
             Route("/list", self._list),
             Route("/image", self._image),
         ]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _list(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")

@@ -21,7 +21,6 @@ from tensorsight.board.views.base import (
     read_records,
     record_at_step,
     require_param,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -87,12 +86,6 @@ class LandscapesView(View):
         from starlette.routing import Route
 
         return [Route("/tags", self._tags), Route("/landscape", self._landscape)]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _landscape(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")

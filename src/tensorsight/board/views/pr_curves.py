@@ -21,7 +21,6 @@ from tensorsight.board.views.base import (
     offload,
     require_param,
     require_runs,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -114,12 +113,6 @@ class PrCurvesView(View):
         from starlette.routing import Route
 
         return [Route("/tags", self._tags), Route("/curves", self._curves)]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _curves(self, request: Request) -> Response:
         from starlette.responses import JSONResponse

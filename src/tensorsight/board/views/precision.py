@@ -23,7 +23,6 @@ from tensorsight.board.views.base import (
     offload,
     offload_json,
     require_param,
-    tags_by_kind,
 )
 from tensorsight.board.views.graphs import load_graph, split_input
 
@@ -201,12 +200,6 @@ class PrecisionView(View):
             Route("/table", self._table),
             Route("/export.xlsx", self._export),
         ]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _table(self, request: Request) -> Response:
         return await offload_json(

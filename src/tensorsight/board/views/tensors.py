@@ -24,7 +24,6 @@ from tensorsight.board.views.base import (
     read_records,
     record_at_step,
     require_param,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -219,12 +218,6 @@ class TensorsView(View):
             Route("/steps", self._steps),
             Route("/slice", self._slice),
         ]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _steps(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")

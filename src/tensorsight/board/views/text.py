@@ -15,7 +15,6 @@ from tensorsight.board.views.base import (
     lookup,
     offload_json,
     require_param,
-    tags_by_kind,
 )
 
 if TYPE_CHECKING:
@@ -52,12 +51,6 @@ class TextView(View):
         from starlette.routing import Route
 
         return [Route("/tags", self._tags), Route("/series", self._series)]
-
-    async def _tags(self, request: Request) -> Response:
-        from starlette.responses import JSONResponse
-
-        runs = request.query_params.getlist("run") or None
-        return JSONResponse({"tags": tags_by_kind(self.provider, self.kind, runs)})
 
     async def _series(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")
