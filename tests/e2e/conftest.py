@@ -87,9 +87,10 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+def _checked_page(browser: Any, width: int, height: int) -> Iterator[Any]:
+    """A page at ``width`` x ``height``; the test fails on any page error or dialog."""
+    viewport = {"width": width, "height": height}
+    context = browser.new_context(viewport=viewport, accept_downloads=True)
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -99,6 +100,17 @@ def page(browser: Any) -> Iterator[Any]:
     finally:
         context.close()
     assert not errors, errors
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    yield from _checked_page(browser, 1400, 900)
+
+
+@pytest.fixture
+def page1280(browser: Any) -> Iterator[Any]:
+    """The smallest layout the board supports (issue 22: 1280x800)."""
+    yield from _checked_page(browser, 1280, 800)
 
 
 def shot(page: Any, name: str) -> Path:

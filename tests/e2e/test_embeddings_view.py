@@ -44,19 +44,6 @@ def server(tmp_path_factory):
         yield url
 
 
-@pytest.fixture
-def page1280(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        yield pg
-    finally:
-        context.close()
-    assert not errors, errors
-
-
 def attr(page, name):
     kebab = "".join(f"-{c.lower()}" if c.isupper() else c for c in name)
     return page.locator("#emb-canvas").get_attribute(f"data-{kebab}")

@@ -59,19 +59,6 @@ def server(tmp_path_factory):
         yield url
 
 
-@pytest.fixture
-def page1280(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        yield pg
-    finally:
-        context.close()
-    assert not errors, errors
-
-
 def open_loss_chart(page, server):
     page.goto(server + "/#scalars")
     canvas = page.locator('.scalar-card[data-key="loss"] canvas')
