@@ -160,29 +160,40 @@ def _scroll_case(h: Harness, browser: Any, runs: int, tags: int, points: int) ->
         page.goto(url + "/#scalars")
         page.wait_for_selector(".scalar-card canvas[data-points]", timeout=120_000)
         start = time.perf_counter()
-        frames = page.evaluate(
-            """async () => {
-                const el = document.querySelector('#content');
-                const deltas = [];
-                let last = performance.now();
-                while (el.scrollTop + el.clientHeight < el.scrollHeight - 2) {
-                    el.scrollTop += 120;
-                    await new Promise(r => requestAnimationFrame(r));
-                    const now = performance.now();
-                    deltas.push(now - last);
-                    last = now;
-                }
-                return deltas;
-            }"""
-        )
+        frames = _scroll_frames(page, "#content", 120)
         total = time.perf_counter() - start
         page.close()
-    ordered = sorted(frames)
-    p95 = ordered[int(len(ordered) * 0.95) - 1] if ordered else 0.0
     h.note(
-        f"scrolling {runs} runs x {tags} tags ({points} points each): {len(frames)} frames, "
-        f"median {statistics.median(frames):.1f} ms, p95 {p95:.1f} ms, max {max(frames):.1f} ms "
+        f"scrolling {runs} runs x {tags} tags ({points} points each): {_frames_text(frames)} "
         f"({total:.1f} s to scroll to the end while charts load)"
+    )
+
+
+_SCROLL = """async ([sel, step]) => {
+    const el = document.querySelector(sel);
+    const deltas = [];
+    let last = performance.now();
+    while (el.scrollTop + el.clientHeight < el.scrollHeight - 2 && deltas.length < 2000) {
+        el.scrollTop += step;
+        await new Promise(r => requestAnimationFrame(r));
+        const now = performance.now();
+        deltas.push(now - last);
+        last = now;
+    }
+    return deltas;
+}"""
+
+
+def _scroll_frames(page: Any, selector: str, step: int) -> list[float]:
+    """Frame times (ms, sorted) while ``selector`` scrolls to its end, ``step`` px a frame."""
+    return sorted(page.evaluate(_SCROLL, [selector, step])) or [0.0]
+
+
+def _frames_text(frames: list[float]) -> str:
+    p95 = frames[max(int(len(frames) * 0.95) - 1, 0)]
+    return (
+        f"{len(frames)} frames, median {statistics.median(frames):.1f} ms, p95 {p95:.1f} ms, "
+        f"max {frames[-1]:.1f} ms"
     )
 
 
@@ -274,26 +285,9 @@ def _sweep_case(h: Harness, browser: Any, quick: bool) -> None:
 
 def _sweep_scroll(h: Harness, page: Any, runs: int) -> None:
     """Frame times while scrolling the run list, then the scalars view, to their ends."""
-    script = """async (sel) => {
-        const el = document.querySelector(sel);
-        const deltas = [];
-        let last = performance.now();
-        while (el.scrollTop + el.clientHeight < el.scrollHeight - 2 && deltas.length < 2000) {
-            el.scrollTop += 200;
-            await new Promise(r => requestAnimationFrame(r));
-            const now = performance.now();
-            deltas.push(now - last);
-            last = now;
-        }
-        return deltas;
-    }"""
     for name, sel in (("run list", ".sidebar"), ("scalars view", "#content")):
-        frames = sorted(page.evaluate(script, sel)) or [0.0]
-        p95 = frames[max(int(len(frames) * 0.95) - 1, 0)]
-        h.note(
-            f"scrolling the {name} with {runs} runs: {len(frames)} frames, median "
-            f"{statistics.median(frames):.1f} ms, p95 {p95:.1f} ms, max {frames[-1]:.1f} ms"
-        )
+        frames = _scroll_frames(page, sel, 200)
+        h.note(f"scrolling the {name} with {runs} runs: {_frames_text(frames)}")
 
 
 def run(h: Harness) -> None:
