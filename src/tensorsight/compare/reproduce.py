@@ -61,9 +61,14 @@ def _family(op: str) -> tuple[str, str]:
     """``aten.addcdiv_.default`` -> ``("addcdiv", "default")``."""
     _, _, rest = op.partition(".")
     name, _, overload = rest.partition(".")
+    return _out_of_place(name), overload
+
+
+def _out_of_place(name: str) -> str:
+    """``add_`` -> ``add`` (an in-place form evaluates like its function; dunders stay)."""
     if len(name) > 1 and name.endswith("_") and not name.endswith("__"):
-        name = name[:-1]
-    return name, overload
+        return name[:-1]
+    return name
 
 
 # msprobe's API-level names (``Tensor.__truediv__.1.forward``): the operators whose
@@ -106,7 +111,7 @@ def _spec_name(op: str) -> str | None:
         return _DUNDERS[api]
     if api.startswith("__"):
         return None  # __rsub__, __rtruediv__: operands swapped
-    return api[:-1] if len(api) > 1 and api.endswith("_") else api
+    return _out_of_place(api)
 
 
 def _fit(y: np.ndarray, base: np.ndarray, term: np.ndarray) -> float:
