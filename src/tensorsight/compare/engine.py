@@ -17,7 +17,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -243,8 +243,13 @@ def _run_pairs(
             else spec
         )
         retry: list[PairTask] = []  # filled by the first round, run once it is over
+        broken = False  # the first round broke the pool (a worker died)
         done = 0
         for final, batch in ((False, tasks), (True, retry)):
+            if final and broken and isinstance(spec, str) and retry:
+                # a pool made here is made again, so the retry does not meet the dead one;
+                # a caller's executor is the caller's to replace
+                ex = stack.enter_context(open_executor(spec, pairs=len(retry)))
             for task, future in iter_completed(ex, compare_pair, batch):
                 try:
                     out[task.rank] = future.result()
@@ -252,6 +257,7 @@ def _run_pairs(
                     raise  # every pair would fail the same way
                 except Exception as exc:  # a pair's failure is part of the result
                     if not final:
+                        broken = broken or isinstance(exc, BrokenExecutor)
                         retry.append(task)  # a worker lost, a file being replaced: once more
                         continue
                     why = f"its task failed, and again when retried ({type(exc).__name__}: {exc})"
