@@ -17,46 +17,23 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
+from tests.compare._ranks import BUG_RANK, RANKS, make_rank_dumps
 from tests.compare._workers import environ as _environ
 from tests.compare._workers import exit_on_rank, exit_once_on_rank
 from tests.conftest import run_cli
 
 torch = pytest.importorskip("torch")
 
-from tensorsight.capture import dump  # noqa: E402
 from tensorsight.compare import compare  # noqa: E402
 from tensorsight.compare.executors import RayExecutor, parse_executor  # noqa: E402
 from tensorsight.errors import UsageError  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-RANKS = 4
-BUG_RANK = 2
-
-
-def _capture(path, model, x):
-    with dump(path, mode="tensor", steps=[0], overwrite=True):
-        model(x).sum().backward()
-    return path
-
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ranks")
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
-    x = torch.randn(4, 8)
-    ok = _capture(root / "ok", model, x)
-    with torch.no_grad():
-        model[2].weight.mul_(1.05)
-    bug = _capture(root / "bug", model, x)
-    bench, target, short = root / "bench", root / "target", root / "short"
-    for r in range(RANKS):
-        shutil.copytree(ok / "rank0", bench / f"rank{r}")
-        shutil.copytree((bug if r == BUG_RANK else ok) / "rank0", target / f"rank{r}")
-        if r < RANKS - 1:
-            shutil.copytree(ok / "rank0", short / f"rank{r}")
-    return {"bench": bench, "target": target, "short": short}
+    return make_rank_dumps(tmp_path_factory.mktemp("ranks"))
 
 
 @pytest.fixture(scope="module")

@@ -155,6 +155,23 @@ def compare(
         profile=prof if not isinstance(profile, str) and profile is not None else profile,
         mapping=maps,
     )  # fmt: skip
+    return _assemble(bd, td, ranks, step, keys, prof, results, missing, gaps, allow_incomplete)
+
+
+def _assemble(
+    bd: Dump,
+    td: Dump,
+    ranks: Sequence[int],
+    step: int | None,
+    keys: tuple[str, ...],
+    prof: Profile,
+    results: Sequence[PairResult],
+    missing: list[MissingPair],
+    gaps: list[str],
+    allow_incomplete: bool | None,
+) -> Comparison:
+    """The one :class:`Comparison` of the rank pairs' results (``compare`` and ``--merge``):
+    the first divergence across ranks (execution index, then rank), the advice, the gaps."""
     gaps += [g for res in results for g in res.gaps]
     if gaps and not allow_incomplete:
         raise CompareError(_refusal(gaps[0]))
