@@ -102,9 +102,11 @@ class LogdirProvider(DataProvider):
         *,
         progress: Callable[[int], None] | None = None,
     ) -> None:
+        from tensorsight.summary._fs import is_remote
         from tensorsight.summary.logdir import Logdir
 
-        self.path = Path(logdir)
+        # a URL (s3://...) stays a string: Path would fold its "//"
+        self.path: str | Path = logdir if is_remote(str(logdir)) else Path(logdir)
         self._limits = limits or Limits()
         self._lock = threading.RLock()  # queries, and the reload's changes to what they read
         self._reload_lock = threading.Lock()
@@ -514,6 +516,7 @@ class LogdirProvider(DataProvider):
         with self._lock:
             store: ComparisonStore | None = self.__dict__.get("_comparisons")
             if store is None:
-                store = ComparisonStore(self.path)
+                # comparison results are found in local logdirs only (not yet remote ones)
+                store = ComparisonStore(Path(self.path) if isinstance(self.path, Path) else None)
                 self.__dict__["_comparisons"] = store
             return store
