@@ -266,7 +266,7 @@ def every_kind_logdir(tmp_path_factory):
     ("method", "path", "params"),
     [
         ("read_scalars", "scalars/series", {"run": "train", "tag": "loss"}),
-        ("sample_histograms", "histograms/series", {"run": "train", "tag": "weights"}),
+        ("sample_histogram_arrays", "histograms/series", {"run": "train", "tag": "weights"}),
         ("read_images", "images/list", {"run": "train", "tag": "sample"}),
         ("read_text", "text/series", {"run": "train", "tag": "note/text_summary"}),
         ("read_tensors", "tensors/steps", {"run": "train", "tag": "act"}),
@@ -363,21 +363,21 @@ def test_a_view_check_past_the_deadline_leaves_the_tab_enabled(comparison_logdir
 
 def test_encoding_a_big_answer_leaves_the_board_answering(every_kind_logdir, monkeypatch):
     """The JSON encoding of a view's answer runs in the worker thread too: 500 histogram
-    records of 600 buckets are 9 MB to encode (0.1 CPU-s with the view's own encoder),
+    records of 600 buckets were 9 MB to encode (0.1 CPU-s with the view's own encoder),
     which on the event loop held ``/api/runs`` as long. The encoding is made to wait here
     until released."""
     from tensorsight.board.views import histograms
     from tensorsight.data import LogdirProvider
 
     entered, release = threading.Event(), threading.Event()
-    real = histograms._floats_json
+    real = histograms._arrays_json
 
-    def slow_encode(values, memo):
+    def slow_encode(arrays):
         entered.set()
         release.wait(60)
-        return real(values, memo)
+        return real(arrays)
 
-    monkeypatch.setattr(histograms, "_floats_json", slow_encode)
+    monkeypatch.setattr(histograms, "_arrays_json", slow_encode)
     provider = LogdirProvider(every_kind_logdir)
     provider.reload()
     with board_server(provider) as url, ThreadPoolExecutor(1) as pool:
