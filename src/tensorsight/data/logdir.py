@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tensorsight.data._downsample import evenly_spaced
 from tensorsight.data.audio import AudioClip
@@ -25,6 +26,7 @@ from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.pr_curves import PrCurveData
 from tensorsight.data.provider import (
     DataProvider,
+    HistogramArrays,
     HistogramRecord,
     ImageRecord,
     Limits,
@@ -55,6 +57,30 @@ def _opt(v: Any) -> float | None:
 
 def _text(record: Any) -> str:
     return str(record.text)
+
+
+def _readonly(a: Any) -> NDArray[np.float64]:
+    """A read-only float64 view of a stored array (a copy only if it is another dtype)."""
+    out = np.asarray(a, dtype=np.float64).view()
+    out.flags.writeable = False
+    return out
+
+
+def _histogram_arrays(r: Any) -> HistogramArrays:
+    """A stored histogram with its buckets as they are stored (read-only, no conversion)."""
+    return HistogramArrays(
+        step=int(r.step),
+        wall_time=float(r.wall_time),
+        edges=_readonly(r.edges),
+        counts=_readonly(r.counts),
+        min=_opt(r.min),
+        max=_opt(r.max),
+        num=_opt(r.num),
+        sum=_opt(r.sum),
+        nan_count=r.nan_count,
+        pos_inf_count=r.pos_inf_count,
+        neg_inf_count=r.neg_inf_count,
+    )
 
 
 def _histogram(r: Any) -> HistogramRecord:
@@ -250,6 +276,14 @@ class LogdirProvider(DataProvider):
         with self._lock:
             records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
         return len(records), [_histogram(records[i]) for i in evenly_spaced(len(records), limit)]
+
+    def sample_histogram_arrays(
+        self, run: str, tag: str, limit: int
+    ) -> tuple[int, list[HistogramArrays]]:
+        with self._lock:
+            records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
+        kept = evenly_spaced(len(records), limit)
+        return len(records), [_histogram_arrays(records[i]) for i in kept]
 
     def read_images(self, run: str, tag: str) -> list[ImageRecord]:
         with self._lock:

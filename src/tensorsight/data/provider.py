@@ -47,6 +47,7 @@ __all__ = [
     "KINDS",
     "SCHEMA_VERSION",
     "DataProvider",
+    "HistogramArrays",
     "HistogramRecord",
     "ImageRecord",
     "Limits",
@@ -197,6 +198,42 @@ class HistogramRecord:
     SCHEMA_VERSION = SCHEMA_VERSION
 
 
+@dataclass(frozen=True, eq=False)
+class HistogramArrays:
+    """A :class:`HistogramRecord` whose ``edges`` and ``counts`` are float64 arrays (read-only;
+    no Python float per bucket): what the board encodes. Other fields as there."""
+
+    step: int
+    wall_time: float
+    edges: NDArray[np.float64]
+    counts: NDArray[np.float64]
+    min: float | None = None
+    max: float | None = None
+    num: float | None = None
+    sum: float | None = None
+    nan_count: int | None = None
+    pos_inf_count: int | None = None
+    neg_inf_count: int | None = None
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+
+def _arrays(r: HistogramRecord) -> HistogramArrays:
+    return HistogramArrays(
+        step=r.step,
+        wall_time=r.wall_time,
+        edges=np.asarray(r.edges, dtype=np.float64),
+        counts=np.asarray(r.counts, dtype=np.float64),
+        min=r.min,
+        max=r.max,
+        num=r.num,
+        sum=r.sum,
+        nan_count=r.nan_count,
+        pos_inf_count=r.pos_inf_count,
+        neg_inf_count=r.neg_inf_count,
+    )
+
+
 @dataclass(frozen=True)
 class ImageRecord:
     """One encoded image at one step (``index`` orders several images of one step)."""
@@ -282,6 +319,14 @@ class DataProvider(abc.ABC):
 
         records = self.read_histograms(run, tag)
         return len(records), [records[i] for i in evenly_spaced(len(records), limit)]
+
+    def sample_histogram_arrays(
+        self, run: str, tag: str, limit: int
+    ) -> tuple[int, list[HistogramArrays]]:
+        """:meth:`sample_histograms` with the buckets as arrays. The default converts its
+        records; a provider that stores arrays overrides it to hand them over as they are."""
+        total, records = self.sample_histograms(run, tag, limit)
+        return total, [_arrays(r) for r in records]
 
     @abc.abstractmethod
     def read_images(self, run: str, tag: str) -> list[ImageRecord]:
