@@ -29,7 +29,6 @@ from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
-from tensorsight.compare.executors import SerialExecutor, iter_completed, open_executor
 from tensorsight.compare.flow import Origins
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
@@ -248,6 +247,10 @@ def _run_pairs(
     if executor is None and len(ranks) == 1:
         task = PairTask(bench, target, ranks[0], jobs=threads, **options)
         return [compare_pair(task, progress)]
+    # only here: the executors import multiprocessing (and with it subprocess, tempfile,
+    # shutil...), a few per cent of a one-rank compare that never uses them
+    from tensorsight.compare.executors import SerialExecutor, iter_completed, open_executor
+
     spec = DEFAULT_EXECUTOR if executor is None else executor
     one_at_a_time = spec == "serial" or isinstance(spec, SerialExecutor)
     per_pair = threads if one_at_a_time else (jobs or 1)
