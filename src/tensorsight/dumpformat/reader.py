@@ -165,8 +165,11 @@ class _OwnStep:
     def rows(self) -> list[TensorRecord]:
         if not _table.has_table(self.path) and self._cut_off():
             return []
-        rows = _table.read_rows(self.path)
         source = f"Op table {str(_table.table_file(self.path))!r}"
+        columns = _table.read_columns(self.path)  # Parquet: column by column
+        if columns is not None:
+            return TensorRecord.from_columns(columns, source=source)
+        rows = _table.read_rows(self.path)
         return [
             TensorRecord.from_row(r, source=source, where=f"row {i}") for i, r in enumerate(rows)
         ]
