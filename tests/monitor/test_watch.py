@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -292,3 +293,31 @@ def test_distributed_rank_writes_its_own_folder(tmp_path, monkeypatch):
     assert w.rank == 3
     assert w.logdir == str(tmp_path / "rank3")
     assert "rank3" in tensorsight.read_logdir(tmp_path).runs
+
+
+def test_findings_record_for_the_board_names_modules_and_the_dump(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 2
+
+    with (
+        warnings.catch_warnings(),
+        tensorsight.watch(model, opt, tmp_path / "logs", dump_on_anomaly=tmp_path / "d") as w,
+    ):
+        warnings.simplefilter("ignore")
+        _train(model, opt, w, 4, before_step=arm)
+    records = tensorsight.read_logdir(tmp_path / "logs").tensors(".", "monitor/findings")
+    docs = {r.step: json.loads(r.data.tobytes()) for r in records}
+    # step 0 lists the modules; then steps with findings (3 too: step 2 left NaN weights)
+    assert sorted(docs) == [0, 2, 3]
+    assert docs[0]["modules"] == ["", "0", "1", "2", "3", "4"]
+    assert docs[0]["findings"] == []
+    found = docs[2]["findings"]
+    assert len(found) == sum(a.step == 2 for a in w.anomalies)
+    assert (found[0]["kind"], found[0]["module"], found[0]["value"]) == ("nan", "3", "NaN")
+    grads = [f for f in found if f["source"] == "grad"]
+    assert {(f["where"], f["module"]) for f in grads} >= {("0.weight", "0"), ("4.bias", "4")}
+    assert [f["module"] for f in found if f["source"] == "loss"] == [None]
+    assert docs[2]["dump"] == {"step": 3, "path": str(tmp_path / "d")}

@@ -18,6 +18,8 @@ disabled (evaluation) are not checked. A step that ``GradScaler`` skips (no
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import warnings
@@ -32,9 +34,13 @@ from tensorsight.errors import AnomalyError, TensorsightError, UsageError
 from tensorsight.monitor import _collect
 from tensorsight.monitor._checks import Anomaly, Checker, Series
 
-__all__ = ["ON_ANOMALY", "AnomalyWarning", "Watch", "watch"]
+__all__ = ["FINDINGS_VERSION", "ON_ANOMALY", "TAG_FINDINGS", "AnomalyWarning", "Watch", "watch"]
 
 _ACT_FOLD = 4096  # activation statistics gathered before they are folded per series
+
+TAG_FINDINGS = "monitor/findings"
+FINDINGS_VERSION = 1
+_FINDINGS_PER_STEP = 256  # findings kept in one step's record; the rest are counted
 
 ON_ANOMALY = ("warn", "raise", "ignore")
 _WARN_LISTED = 3  # anomalies named in one warning
@@ -238,6 +244,12 @@ class Watch:
         self._params = [list(g["params"]) for g in groups]
         flat = [n for names in self._names for n in names]
         self._hist = set(_collect.histogram_names(flat, self._histograms))
+        self._modules = [path for path, _ in self.model.named_modules()]
+        self._module_of = {
+            f"{path}.{name}" if path else name: path
+            for path, module in self.model.named_modules()
+            for name, _ in module.named_parameters(recurse=False)
+        }
         self._handles.append(self.optimizer.register_step_post_hook(self._after_step))
         self._handles.append(
             self.model.register_forward_pre_hook(self._see_batch, with_kwargs=True)
@@ -357,8 +369,13 @@ class Watch:
             found = self._step_impl(step)
         finally:
             self.step = step + 1
+        dumped = len(self.dumps)
         if found and self.dump_on_anomaly is not None and not self._dumped_once:
             self._start_dump(step + 1)
+        if self.monitor and (found or step == 0):
+            self._write_findings(
+                step, found, self.dumps[dumped] if len(self.dumps) > dumped else None
+            )
         pending, self._pending_raise = self._pending_raise, None
         if pending is not None:
             raise AnomalyError(pending)
@@ -516,6 +533,49 @@ class Watch:
                 w.add_scalar(f"monitor/{kind}", float(n), step)
             w.add_text("monitor/events", "\n".join(f"- {a.describe()}" for a in found), step)
 
+    def _write_findings(
+        self, step: int, found: list[Anomaly], dump: tuple[int, str] | None
+    ) -> None:
+        """One ``monitor/findings`` record: the step's findings as UTF-8 JSON in a uint8
+        tensor (spec: ``docs/guide/watch.md``, "What the board reads"). The first step's
+        record also lists every module, so the board's heat map has a row for each."""
+        kept = found[:_FINDINGS_PER_STEP]
+        doc: dict[str, Any] = {
+            "version": FINDINGS_VERSION,
+            "step": step,
+            "findings": [
+                {
+                    "kind": a.kind,
+                    "source": a.source,
+                    "module": self._module_for(a),
+                    "where": a.where,
+                    "tensor": a.tensor,
+                    "dtype": a.dtype,
+                    "stat": a.stat,
+                    "value": _json_number(a.value),
+                    "reference": None if a.reference is None else _json_number(a.reference),
+                }
+                for a in kept
+            ],
+            "truncated": len(found) - len(kept),
+        }
+        if step == 0:
+            doc["modules"] = self._modules
+        if dump is not None:
+            doc["dump"] = {"step": dump[0], "path": dump[1]}
+        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        payload = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        self._writer.add_tensor(TAG_FINDINGS, payload, step)
+
+    def _module_for(self, a: Anomaly) -> str | None:
+        """The module a finding belongs to (``None``: the loss)."""
+        if a.source in ("grad", "state"):
+            owner: str = self._module_of.get(a.where, a.where.rpartition(".")[0])
+            return owner
+        if a.source == "loss":
+            return None
+        return a.where
+
     # ---------------------------------------------------------------- anomalies
     def _act(self, step: int, found: list[Anomaly]) -> None:
         if self.on_anomaly == "ignore":
@@ -562,6 +622,15 @@ class Watch:
             warnings.warn(f"watch: no dump of step {step}: {exc}", AnomalyWarning, stacklevel=4)
             return
         self.dumps.append((step, os.fspath(session.path)))
+
+
+def _json_number(v: float) -> float | str:
+    """Finite as is; NaN and ±Inf as ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict JSON)."""
+    if math.isfinite(v):
+        return v
+    if math.isnan(v):
+        return "NaN"
+    return "Infinity" if v > 0 else "-Infinity"
 
 
 def _label(a: Anomaly) -> str:
