@@ -240,9 +240,11 @@ def test_many_forward_passes_before_a_step_are_folded(tmp_path, monkeypatch):
     with tensorsight.watch(model, opt, tmp_path / "logs", every=1) as w:
         for _ in range(20):  # accumulation: 20 forward passes, then one step
             model(torch.randn(4, 4)).sum().backward()
-            assert len(w._act_ids) <= 8 + 8
+            # folded to one entry per series, plus at most one pass's worth (forward and
+            # backward) since the last fold
+            assert len(w._act_ids) <= 8 + 2 * len(w.checker.series)
         opt.step()
-    assert not [a for a in w.anomalies if a.source == "activation"]
+    assert not [a for a in w.anomalies if a.source in ("activation", "backward")]
 
 
 def test_dead_activation_and_gradient_spike(tmp_path):
@@ -321,3 +323,75 @@ def test_findings_record_for_the_board_names_modules_and_the_dump(tmp_path):
     assert {(f["where"], f["module"]) for f in grads} >= {("0.weight", "0"), ("4.bias", "4")}
     assert [f["module"] for f in found if f["source"] == "loss"] == [None]
     assert docs[2]["dump"] == {"step": 3, "path": str(tmp_path / "d")}
+
+
+class _NanInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * math.nan
+
+
+class BackwardPoison(torch.nn.Module):
+    """Identity forward; once ``armed``, its backward turns the gradient into NaN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+
+    def forward(self, x):
+        return _NanInBackward.apply(x) if self.armed else x
+
+
+def test_a_nan_born_in_backward_is_named_at_the_module_whose_backward_made_it(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 16),
+        torch.nn.ReLU(inplace=True),  # in-place ops must keep working with the hooks
+        torch.nn.Linear(16, 8),
+        BackwardPoison(),
+        torch.nn.Linear(8, 1),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 2
+
+    with (
+        tensorsight.watch(model, opt, tmp_path, on_anomaly="ignore") as w,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error")
+        _train(model, opt, w, 3, before_step=arm)
+    assert {a.step for a in w.anomalies} == {2}
+    assert not [a for a in w.anomalies if a.source == "activation"]  # the forward was clean
+    first = w.anomalies[0]
+    assert (first.kind, first.source, first.where, first.tensor) == (
+        "nan",
+        "backward",
+        "3",
+        "grad_input.0",
+    )
+    backward = {(a.where, a.tensor) for a in w.anomalies if a.source == "backward"}
+    # downstream of the poison (its output's gradient, module 4, the model) stays finite
+    assert ("3", "grad_output.0") not in backward
+    assert ("4", "grad_input.0") not in backward
+    assert {("2", "grad_output.0"), ("1", "grad_input.0")} <= backward
+    assert "step 2: nan in backward '3' grad_input.0 (float32" in first.describe()
+
+
+def test_backward_false_checks_no_backward_gradients(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 1
+
+    with tensorsight.watch(model, opt, tmp_path, backward=False, on_anomaly="ignore") as w:
+        _train(model, opt, w, 2, before_step=arm)
+    sources = {a.source for a in w.anomalies}
+    assert "activation" in sources
+    assert "backward" not in sources

@@ -4,6 +4,9 @@ Hooks, all removed by :meth:`Watch.close`:
 
 - a forward hook on every module (while gradients are enabled): the absolute maximum of each
   floating-point output, one reduction per output, kept on the device;
+- a forward pre-hook and, through the forward hook, tensor hooks (``backward=True``, the
+  default): the absolute maximum of the gradient flowing into each module output and out
+  towards each module input that requires one, reduced in the backward pass;
 - a forward pre-hook on the model, once: the batch size (the first tensor input's first
   dimension);
 - an optimizer step post-hook: the end of a step. It batches the gradients' L2 norms and the
@@ -23,6 +26,7 @@ import math
 import os
 import re
 import warnings
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -60,6 +64,7 @@ def watch(
     on_anomaly: str | None = None,
     dump_on_anomaly: str | os.PathLike[str] | None = None,
     monitor: bool | None = None,
+    backward: bool | None = None,
     spike_factor: float | None = None,
     spike_window: int | None = None,
     dead_steps: int | None = None,
@@ -94,6 +99,11 @@ def watch(
             ``rank<r>/step<S>``. With ``on_anomaly="raise"`` the error is raised after
             that step, so the dump exists.
         monitor: Run the checks (default True); False logs only.
+        backward: Also check the gradients flowing through each module in the backward
+            pass (default True): the gradient arriving at each floating-point output
+            (``grad_output.<i>``) and the one leaving towards each input that requires a
+            gradient (``grad_input.<i>``), so a NaN born in a backward pass is named at the
+            module whose backward made it.
         spike_factor: A statistic above this many times its running median is a spike
             (default 10).
         spike_window: Steps in the running median (default 50).
@@ -159,6 +169,7 @@ def watch(
         on_anomaly=action,
         dump_on_anomaly=dump_on_anomaly,
         monitor=True if monitor is None else bool(monitor),
+        backward=True if backward is None else bool(backward),
         checker=checker,
     )._start()
 
@@ -193,6 +204,7 @@ class Watch:
         dump_on_anomaly: str | os.PathLike[str] | None,
         monitor: bool,
         checker: Checker,
+        backward: bool = True,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -200,6 +212,7 @@ class Watch:
         self.on_anomaly = on_anomaly
         self.dump_on_anomaly = dump_on_anomaly
         self.monitor = monitor
+        self.backward = monitor and backward
         self.checker = checker
         self.step = 0
         self.rank = 0
@@ -216,6 +229,10 @@ class Watch:
         self._act_ids: list[int] = []
         self._act_vals: list[Any] = []
         self._act_series: dict[tuple[int, int, Any], int] = {}
+        self._grad_series: dict[tuple[int, str, Any], int] = {}
+        # id(tensor) -> (weak reference, version, series ids) of each tensor whose gradient
+        # is watched this step: one tensor hook per tensor, however many modules share it
+        self._grad_hooked: dict[int, tuple[Any, int, list[int]]] = {}
         self._losses: list[Any] = []
         self._last_loss: float | None = None
         self._warned: set[tuple[str, str, str, str]] = set()
@@ -257,6 +274,10 @@ class Watch:
         if self.monitor:
             for index, (path, module) in enumerate(self.model.named_modules()):
                 self._handles.append(module.register_forward_hook(self._hook_for(index, path)))
+                if self.backward:
+                    self._handles.append(
+                        module.register_forward_pre_hook(self._input_hook_for(index, path))
+                    )
         return self
 
     def close(self) -> None:
@@ -321,6 +342,7 @@ class Watch:
         series = self._act_series
         ids = self._act_ids
         vals = self._act_vals
+        backward = self.backward
 
         def hook(module: Any, args: Any, output: Any) -> None:
             if self._dump is not None or not torch.is_grad_enabled():
@@ -340,10 +362,65 @@ class Watch:
                 low, high = aminmax(t.detach())
                 vals.append(low)
                 vals.append(high)
+                if backward and t.requires_grad:
+                    self._watch_grad(t, index, path, f"grad_output.{i}", consumer=False)
             if len(ids) > _ACT_FOLD:  # many forward passes before a step: keep it bounded
                 self._fold_activations()
 
         return hook
+
+    def _input_hook_for(self, index: int, path: str) -> Callable[[Any, Any], None]:
+        torch = self._torch
+        tensor_type = torch.Tensor
+        leaves = torch.utils._pytree.tree_leaves
+
+        def pre_hook(module: Any, args: Any) -> None:
+            if self._dump is not None or not torch.is_grad_enabled():
+                return
+            for i, t in enumerate(leaves(args)):
+                if isinstance(t, tensor_type) and t.requires_grad and t.is_floating_point():
+                    self._watch_grad(t, index, path, f"grad_input.{i}", consumer=True)
+
+        return pre_hook
+
+    def _watch_grad(self, t: Any, index: int, path: str, name: str, *, consumer: bool) -> None:
+        """Check the gradient of ``t`` in the backward pass, as seen by module ``path``.
+
+        A tensor is the output of one module and the input of the next: it gets one tensor
+        hook, and its series list names the consumers first, so a gradient that goes bad in
+        a module's backward is reported at that module (``grad_input``) before the producer
+        that merely receives it (``grad_output``). A tensor changed in place since it was
+        hooked is a new tensor (its version moved on).
+        """
+        key = (index, name, t.dtype)
+        sid = self._grad_series.get(key)
+        if sid is None:
+            sid = self.checker.add(Series("backward", path, name, _dtype(t), "amax"))
+            self._grad_series[key] = sid
+        entry = self._grad_hooked.get(id(t))
+        if entry is not None and entry[0]() is t and entry[1] == t._version:
+            if sid not in entry[2]:
+                if consumer:
+                    entry[2].insert(0, sid)
+                else:
+                    entry[2].append(sid)
+            return
+        series = [sid]
+        self._grad_hooked[id(t)] = (weakref.ref(t), t._version, series)
+        aminmax = self._torch.aminmax
+        ids = self._act_ids
+        vals = self._act_vals
+
+        def grad_hook(grad: Any) -> None:
+            if grad is None or not grad.numel() or self._dump is not None:
+                return
+            low, high = aminmax(grad.detach())
+            for s in series:
+                ids.append(s)
+                vals.append(low)
+                vals.append(high)
+
+        t.register_hook(grad_hook)
 
     def _fold_activations(self) -> None:
         """Keep one (min, max) per series of what the hooks gathered since the last step."""
@@ -355,6 +432,7 @@ class Watch:
             highs.setdefault(sid, []).append(self._act_vals[2 * j + 1])
         self._act_ids.clear()  # the hooks hold these lists: refill them in place
         self._act_vals.clear()
+        self._grad_hooked = {k: v for k, v in self._grad_hooked.items() if v[0]() is not None}
         for sid, low in lows.items():  # one series: one module output, one device and dtype
             self._act_ids.append(sid)
             self._act_vals.append(torch.stack(low).amin())  # NaN propagates, as in aminmax
@@ -430,6 +508,7 @@ class Watch:
         act_ids, act_vals = list(self._act_ids), list(self._act_vals)
         self._act_ids.clear()  # the hooks hold these lists: empty them in place
         self._act_vals.clear()
+        self._grad_hooked.clear()
         if act_vals:
             by_dtype: dict[Any, list[Any]] = {}
             order: dict[Any, list[int]] = {}
