@@ -395,3 +395,60 @@ def test_backward_false_checks_no_backward_gradients(tmp_path):
     sources = {a.source for a in w.anomalies}
     assert "activation" in sources
     assert "backward" not in sources
+
+
+def test_graph_data_pipeline_and_lineage_once_without_changing_training(tmp_path):
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(24, 4), torch.randn(24, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=6)
+
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Dropout(0.5),
+            torch.nn.Linear(8, 1),
+        )  # fmt: skip
+
+    def train(model, w=None):
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        torch.manual_seed(1)
+        ctx = (
+            tensorsight.watch(
+                model, opt, tmp_path, data=loader, loss_fn=torch.nn.functional.mse_loss
+            )
+            if w
+            else None
+        )
+        watched = ctx.__enter__() if ctx else None
+        for x, y in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+        if watched:
+            watched.log_checkpoint(tmp_path / "ckpt" / "last.pt")
+            ctx.__exit__(None, None, None)
+        return [p.detach().clone() for p in model.state_dict().values()]
+
+    plain = train(make())
+    watched = train(make(), w=True)
+    # the graph's extra forward (BatchNorm statistics, dropout's draws) left no trace
+    assert all(torch.equal(a, b) for a, b in zip(plain, watched, strict=True))
+    logdir = tensorsight.read_logdir(tmp_path)
+    tags = logdir.tags(".")
+    assert tags["graphs"] == ["graph"]
+    graph = logdir.graph(".")
+    ops = {n.op for n in graph.nodes}
+    assert "aten.addmm.default" in ops
+    assert any("batch_norm" in op for op in ops)
+    (pipeline,) = logdir.data_graphs(".", "dataset_graph")
+    assert {n["type"] for n in pipeline.nodes} >= {"DataLoader", "TensorDataset"}
+    (sub,) = [r for r in logdir.runs if r != "."]
+    records = [r for tag in logdir.tags(sub)["hparams"] for r in logdir.hparams(sub, tag)]
+    (values,) = [r.hparams for r in records if r.part == "session_start"]
+    assert values["optimizer"] == "Adam"
+    assert values["loss_function"] == "mse_loss"
+    assert values["batch_size"] == 6
+    assert values["train_dataset_size"] == 24
+    assert values["model_path"] == str(tmp_path / "ckpt" / "last.pt")
+    assert values["network"] == "Sequential"

@@ -65,6 +65,9 @@ def watch(
     dump_on_anomaly: str | os.PathLike[str] | None = None,
     monitor: bool | None = None,
     backward: bool | None = None,
+    graph: bool | None = None,
+    data: Any = None,
+    loss_fn: Any = None,
     spike_factor: float | None = None,
     spike_window: int | None = None,
     dead_steps: int | None = None,
@@ -104,6 +107,14 @@ def watch(
             (``grad_output.<i>``) and the one leaving towards each input that requires a
             gradient (``grad_input.<i>``), so a NaN born in a backward pass is named at the
             module whose backward made it.
+        graph: Record the model's graph once, at the end of step 0, by running the model
+            again on step 0's positional inputs under ``torch.no_grad()`` with
+            ``SummaryWriter.add_graph`` (the dispatch-mode recorder: ATen ops, dtypes, module
+            paths); buffers and random-number state are restored afterwards, so training is
+            unchanged. Default True; a model called with keyword arguments only is skipped.
+        data: The training ``DataLoader`` (or dataset): its pipeline is logged once as
+            ``dataset_graph``, and its batch size and dataset size go into the lineage.
+        loss_fn: The loss function or module, named in the lineage (``loss_function``).
         spike_factor: A statistic above this many times its running median is a spike
             (default 10).
         spike_window: Steps in the running median (default 50).
@@ -170,6 +181,9 @@ def watch(
         dump_on_anomaly=dump_on_anomaly,
         monitor=True if monitor is None else bool(monitor),
         backward=True if backward is None else bool(backward),
+        graph=True if graph is None else bool(graph),
+        data=data,
+        loss_fn=loss_fn,
         checker=checker,
     )._start()
 
@@ -205,6 +219,9 @@ class Watch:
         monitor: bool,
         checker: Checker,
         backward: bool = True,
+        graph: bool = False,
+        data: Any = None,
+        loss_fn: Any = None,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -213,6 +230,11 @@ class Watch:
         self.dump_on_anomaly = dump_on_anomaly
         self.monitor = monitor
         self.backward = monitor and backward
+        self.data = data
+        self.loss_fn = loss_fn
+        self.checkpoint: str | None = None
+        self._graph_wanted = graph
+        self._graph_input: tuple[Any, ...] | None = None
         self.checker = checker
         self.step = 0
         self.rank = 0
@@ -267,6 +289,11 @@ class Watch:
             for path, module in self.model.named_modules()
             for name, _ in module.named_parameters(recurse=False)
         }
+        if self.data is not None:
+            try:
+                writer.add_data_graph(_collect.TAG_DATA_GRAPH, self.data, 0)
+            except TensorsightError as exc:
+                warnings.warn(f"tensorsight.watch: no data pipeline: {exc}", stacklevel=3)
         self._handles.append(self.optimizer.register_step_post_hook(self._after_step))
         self._handles.append(
             self.model.register_forward_pre_hook(self._see_batch, with_kwargs=True)
@@ -293,7 +320,16 @@ class Watch:
                 self._dump.close(complete=False, reason="tensorsight.watch closed mid-step")
                 self._dump = None
             metrics = {} if self._last_loss is None else {"hparam/loss": self._last_loss}
-            hp = _collect.hparams_of(self.optimizer, self.model, self.batch_size)
+            batch = _collect.batch_size_of(self.data) or self.batch_size
+            hp = _collect.hparams_of(self.optimizer, self.model, batch)
+            hp.update(
+                _collect.lineage_of(
+                    loss_fn=self.loss_fn,
+                    dataset_size=None if self.data is None else _collect.dataset_size_of(self.data),
+                    checkpoint=self.checkpoint,
+                    network=self.model,
+                )
+            )
             self._writer.add_hparams(hp, metrics, global_step=self.step)
         finally:
             self._writer.close()
@@ -325,8 +361,15 @@ class Watch:
         else:
             self._losses.append(torch.tensor([float(loss)]))
 
+    def log_checkpoint(self, path: str | os.PathLike[str]) -> None:
+        """Note a checkpoint just saved; the last one is the lineage's ``model_path``."""
+        self.checkpoint = os.fspath(path)
+
     # ---------------------------------------------------------------- hooks
     def _see_batch(self, module: Any, args: Any, kwargs: Any) -> None:
+        first = self._graph_wanted and self.step == 0 and self._graph_input is None
+        if first and args and not kwargs and self._torch.is_grad_enabled():
+            self._graph_input = tuple(args)
         if self.batch_size is None:
             torch = self._torch
             for leaf in torch.utils._pytree.tree_leaves((args, kwargs)):
@@ -447,6 +490,8 @@ class Watch:
             found = self._step_impl(step)
         finally:
             self.step = step + 1
+        if self._graph_wanted and step == 0:
+            self._record_graph()
         dumped = len(self.dumps)
         if found and self.dump_on_anomaly is not None and not self._dumped_once:
             self._start_dump(step + 1)
@@ -611,6 +656,28 @@ class Watch:
             for kind, n in counts.items():
                 w.add_scalar(f"monitor/{kind}", float(n), step)
             w.add_text("monitor/events", "\n".join(f"- {a.describe()}" for a in found), step)
+
+    def _record_graph(self) -> None:
+        """The model's graph, once, from step 0's inputs (see ``graph`` in :func:`watch`)."""
+        self._graph_wanted = False
+        args, self._graph_input = self._graph_input, None
+        if args is None:
+            return
+        torch = self._torch
+        model = self.model
+        saved = [b.detach().clone() for b in model.buffers()]  # BatchNorm's running stats
+        devices = sorted(
+            {p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"}
+        )
+        try:
+            with torch.random.fork_rng(devices=devices):  # dropout draws nothing for real
+                self._writer.add_graph(model, args)
+        except TensorsightError as exc:
+            warnings.warn(f"tensorsight.watch: no graph: {exc}", stacklevel=4)
+        finally:
+            with torch.no_grad():
+                for buffer, value in zip(model.buffers(), saved, strict=True):
+                    buffer.copy_(value)
 
     def _write_findings(
         self, step: int, found: list[Anomaly], dump: tuple[int, str] | None
