@@ -35,6 +35,7 @@ def write_monitor_logs(logdir: Path) -> None:
     for run, dtype in (("nan", torch.float32), ("fp16", torch.float16)):
         torch.manual_seed(0)
         model = torch.nn.Sequential(
+            torch.nn.Identity(),  # sees only the data: no gradient, a row that stays clean
             torch.nn.Linear(4, 32),
             torch.nn.Tanh(),
             torch.nn.Linear(32, 8),
@@ -51,10 +52,10 @@ def write_monitor_logs(logdir: Path) -> None:
                 for step in range(20):
                     bad = step == (NAN_STEP if run == "nan" else OVERFLOW_STEP)
                     clean = {k: v.clone() for k, v in model.state_dict().items()}
-                    model[3].armed = run == "nan" and bad
+                    model[4].armed = run == "nan" and bad
                     if run == "fp16" and bad:
                         with torch.no_grad():
-                            model[2].weight.mul_(2e5)  # stays finite in float16; its outputs do not
+                            model[3].weight.mul_(2e5)  # stays finite in float16; its outputs do not
                     opt.zero_grad()
                     loss = model(torch.randn(6, 4, generator=gen).to(dtype)).float().pow(2).mean()
                     loss.backward()
@@ -104,17 +105,17 @@ def _exercise(page: Any, url: str, size: str) -> None:
     assert page.locator("#mon-detail-title").inner_text().startswith(f"Step {NAN_STEP}:")
     assert f"Step {NAN_STEP + 1} was recorded to" in page.locator("#mon-dump").inner_text()
     first_row = page.locator("#mon-findings tr").nth(1).inner_text()
-    assert first_row.split("\t")[1:4] == ["nan", "3", "activation"]
+    assert first_row.split("\t")[1:4] == ["nan", "4", "activation"]
     geo = _geometry(page)
-    assert geo["rows"][:6] == ["", "0", "1", "2", "3", "4"]
+    assert geo["rows"][:7] == ["", "0", "1", "2", "3", "4", "5"]
     assert int(page.locator("#mon-heat").get_attribute("data-cols")) == 20
 
     # hover: the planted module at the planted step names the finding
-    page.hover("#mon-heat", position=_cell_point(page, "3", NAN_STEP))
+    page.hover("#mon-heat", position=_cell_point(page, "4", NAN_STEP))
     hover = page.locator("#mon-hover").inner_text()
-    assert hover.startswith(f"3 · step {NAN_STEP}: step {NAN_STEP}, nan in activation output.0")
-    page.hover("#mon-heat", position=_cell_point(page, "3", 2))
-    assert page.locator("#mon-hover").inner_text() == "3 · step 2: no finding"
+    assert hover.startswith(f"4 · step {NAN_STEP}: step {NAN_STEP}, nan in activation output.0")
+    page.hover("#mon-heat", position=_cell_point(page, "4", 2))
+    assert page.locator("#mon-hover").inner_text() == "4 · step 2: no finding"
     shot(page, f"monitor-nan-{size}")
 
     # hiding NaN findings hides their cells and markers; "only modules with findings" then
@@ -142,14 +143,14 @@ def _exercise(page: Any, url: str, size: str) -> None:
     title = page.locator("#mon-detail-title").inner_text()
     assert title.startswith(f"Step {OVERFLOW_STEP}:")
     first_row = page.locator("#mon-findings tr").nth(1).inner_text()
-    assert first_row.split("\t")[1:6] == ["overflow", "2", "activation", "output.0", "float16"]
+    assert first_row.split("\t")[1:6] == ["overflow", "3", "activation", "output.0", "float16"]
     assert "No dump recorded" in page.locator("#mon-dump").inner_text()
     all_rows = int(page.locator("#mon-heat").get_attribute("data-rows"))
     page.check("#mon-flagged")
     assert 0 < int(page.locator("#mon-heat").get_attribute("data-rows")) < all_rows
     # a click on a heat-map cell opens that step as well
     page.click("#mon-detail-close")
-    page.click("#mon-heat", position=_cell_point(page, "2", OVERFLOW_STEP))
+    page.click("#mon-heat", position=_cell_point(page, "3", OVERFLOW_STEP))
     page.wait_for_function("() => document.querySelector('#mon-detail').dataset.step")
     assert page.locator("#mon-detail-title").inner_text().startswith(f"Step {OVERFLOW_STEP}:")
     shot(page, f"monitor-fp16-{size}")

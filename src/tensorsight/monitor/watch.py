@@ -219,7 +219,7 @@ class Watch:
         monitor: bool,
         checker: Checker,
         backward: bool = True,
-        graph: bool = False,
+        graph: bool = True,
         data: Any = None,
         loss_fn: Any = None,
     ) -> None:
