@@ -73,6 +73,7 @@ class Held:
         device_type: Every assignment is a device type.
         cuda: Some assignment is a CUDA device string.
         indexed: Some assignment is a CUDA device string with an index.
+        nccl: Some assignment is the backend name ``"nccl"``.
         where: ``file:line`` of its first assignment there.
     """
 
@@ -80,6 +81,7 @@ class Held:
     device_type: bool = False
     cuda: bool = False
     indexed: bool = False
+    nccl: bool = False
     where: str = ""
 
 
@@ -128,8 +130,10 @@ class FlowFacts:
         cuda_string: Keys assigned a CUDA device string somewhere (``"cuda"``,
             ``"cuda:0"``, ``f"cuda:{i}"``, ``"cuda:{}".format(i)``, an argparse default).
         indexed: The subset of ``cuda_string`` whose string carries an index.
+        nccl: Keys assigned the backend name ``"nccl"`` somewhere.
         valued: Keys with at least one assignment (in this file or, imported, elsewhere).
-        use_lines: ``(kind, key)`` -> the line of its first use of that kind in this file.
+        use_lines: ``(kind, key)`` -> the line of its first use of that kind in this file
+            (kinds: :data:`USE_KINDS`, and ``"tested"``: compared with ``"cuda"``).
         elsewhere: ``(kind, key)`` used that way only in another module -> ``file:line``.
         modules: Local names of imported project modules -> module id.
     """
@@ -141,6 +145,7 @@ class FlowFacts:
     device_type: frozenset[Key] = frozenset()
     cuda_string: frozenset[Key] = frozenset()
     indexed: frozenset[Key] = frozenset()
+    nccl: frozenset[Key] = frozenset()
     valued: frozenset[Key] = frozenset()
     use_lines: Mapping[tuple[str, Key], int] = field(default_factory=dict)
     elsewhere: Mapping[tuple[str, Key], str] = field(default_factory=dict)
@@ -442,12 +447,15 @@ def collect_flow(
     use_lines: dict[tuple[str, Key], int] = {}
     cuda: set[Key] = set()
     indexed: set[Key] = set()
+    nccl: set[Key] = set()
     values: dict[Key, list[_Value]] = {}
     nodes = _walk(tree)
     parameters = _call_site_values(tree, nodes)
 
     def add(key: Key, scope: Scope, value: ast.expr) -> None:
         values.setdefault(key, []).append((scope, value))
+        if _str(value) == "nccl":
+            nccl.add(key)
         found = _cuda_string(value)
         if found is not None:
             cuda.add(key)
@@ -471,7 +479,8 @@ def collect_flow(
 
     def used(kind: str, scope: Scope, node: ast.expr, line: int) -> None:
         if (key := key_of(scope, node)) is not None:
-            uses[kind].add(key)
+            if kind in uses:
+                uses[kind].add(key)
             use_lines.setdefault((kind, key), line)
 
     for scope, node in nodes:
@@ -504,6 +513,11 @@ def collect_flow(
                         add(key, s, v)
                 else:
                     add(key, scope, ast.Name(_UNKNOWN))
+        elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = [node.left, node.comparators[0]]  # `dev == "cuda"`, `"cuda" in dev`
+            for side, other in (sides, sides[::-1]):
+                if _str(other) == "cuda":
+                    used("tested", scope, side, node.lineno)
         elif isinstance(node, ast.Dict):
             for k, value in zip(node.keys, node.values, strict=True):
                 if (name := _str(k)) is not None:
@@ -556,6 +570,7 @@ def collect_flow(
         device_type=frozenset(types),
         cuda_string=frozenset(cuda),
         indexed=frozenset(indexed),
+        nccl=frozenset(nccl),
         valued=frozenset(k for k, v in values.items() if v),
         use_lines=use_lines,
         elsewhere=elsewhere,
