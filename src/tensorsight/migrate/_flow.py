@@ -481,7 +481,7 @@ def collect_flow(
         if (key := key_of(scope, node)) is not None:
             if kind in uses:
                 uses[kind].add(key)
-            use_lines.setdefault((kind, key), line)
+            use_lines[kind, key] = min(line, use_lines.get((kind, key), line))
 
     for scope, node in nodes:
         if isinstance(node, ast.Assign):

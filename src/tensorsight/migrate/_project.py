@@ -112,11 +112,11 @@ def project_externals(files: Mapping[str, str]) -> dict[str, External]:
         if rel not in modules:
             try:
                 tree = ast.parse(files[rel])
+                info = _Module(rel, module_id(rel), tree, collect_bindings(tree))
+                _read_imports(info, index)
+                info.flow = collect_flow(tree, info.bindings, External(modules=info.modules))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return None
-            info = _Module(rel, module_id(rel), tree, collect_bindings(tree))
-            _read_imports(info, index)
-            info.flow = collect_flow(tree, info.bindings, External(modules=info.modules))
+                return None  # the file's own migration reports it
             modules[rel] = info
         return modules[rel]
 

@@ -129,7 +129,11 @@ def project_facts(jobs: Sequence[Job]) -> tuple[frozenset[str], dict[str, Extern
             continue
     classes = scan_module_classes(data.values())
     texts = {rel: raw.decode("utf-8", "replace") for rel, raw in data.items()}
-    return classes, project_externals(texts)
+    try:
+        externals = project_externals(texts)
+    except Exception:  # a bug here must not stop the migration: files are then read alone
+        externals = {}
+    return classes, externals
 
 
 def migrate_file(
