@@ -9,15 +9,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tensorsight.errors import UsageError
 from tensorsight.summary.kinds._convert import to_numpy
-from tensorsight.summary.kinds._json_tensor import finite_or_none, json_value
+from tensorsight.summary.kinds._json_tensor import finite_or_none, json_value, load_versioned_json
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "PLUGIN_NAME", "SCHEMA_VERSION", "encode"]
+__all__ = [
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "LandscapeRecord",
+    "decode",
+    "decode_landscape",
+    "encode",
+]
 
 KIND = "landscapes"
 PLUGIN_NAME = "tensorsight.landscape"
@@ -79,3 +92,52 @@ def encode(
         "metadata": meta,
     }
     return json_value(tag, PLUGIN_NAME, payload)
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class LandscapeRecord:
+    """A loss landscape on a grid: ``values[i, j]`` is the loss at ``(x[j], y[i])``.
+
+    Non-finite losses are NaN. ``path`` is an ``(n, 2)`` or ``(n, 3)`` array of the training
+    path (x, y[, loss]) or ``None``; ``metadata`` holds whatever else the writer stored.
+    """
+
+    step: int
+    wall_time: float
+    x: NDArray[np.float64]
+    y: NDArray[np.float64]
+    values: NDArray[np.float64]
+    path: NDArray[np.float64] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _floats(rows: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+    return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=np.float64)
+
+
+def decode_landscape(payload: bytes, *, step: int, wall_time: float, tag: str) -> LandscapeRecord:
+    """Parse one landscape JSON payload.
+
+    Raises:
+        ValueError: The payload is not the documented JSON.
+        SchemaVersionError: ``version`` is newer than this reader knows.
+    """
+    doc = load_versioned_json(payload, what="Landscape", tag=tag, known=SCHEMA_VERSION)
+    x = np.asarray(doc["x"], dtype=np.float64)
+    y = np.asarray(doc["y"], dtype=np.float64)
+    values = _floats(doc["values"]).reshape(len(y), len(x))
+    path = doc.get("path")
+    path_arr = None if path is None else _floats(path)
+    meta = doc.get("metadata") or {}
+    return LandscapeRecord(step, wall_time, x, y, values, path_arr, dict(meta))
+
+
+def decode(raw: Raw) -> list[LandscapeRecord]:
+    """A ``tensorsight.landscape`` value (the JSON payload in a string scalar)."""
+    _, _, arr = decode_tensor(raw.tensor)
+    payload = bytes(arr.reshape(-1)[0])
+    return [decode_landscape(payload, step=raw.step, wall_time=raw.wall_time, tag=raw.tag)]
+
+
+SPEC = Kind(KIND, LandscapeRecord, PLUGIN_NAME, decode)
