@@ -96,12 +96,24 @@ def encode(tag: str, graph: Mapping[str, Any] | object) -> Any:
 # ------------------------------------------------------------ read side
 @dataclass(frozen=True, eq=False)
 class DataGraphRecord:
-    """A data-pipeline graph: nodes ``{"id", "type", "label", "params"}``, ``(src, dst)`` edges."""
+    """One data-pipeline graph (``add_data_graph`` or a MindSpore lineage dataset graph).
+
+    What ``Logdir.records(run, "data_graphs", tag)`` and the board's data layer
+    (``tensorsight.data.DataGraph`` is this type) return.
+
+    Attributes:
+        step: Step it was written at.
+        wall_time: Seconds since the epoch.
+        nodes: ``{"id", "type", "label", "params"}`` objects (see docs/formats/summaries.md).
+        edges: ``(source id, target id)`` pairs in the direction data flows.
+    """
 
     step: int
     wall_time: float
-    nodes: tuple[dict[str, Any], ...]
+    nodes: tuple[Mapping[str, Any], ...]
     edges: tuple[tuple[str, str], ...]
+
+    SCHEMA_VERSION = 1  # of the record (the payload's is the module's SCHEMA_VERSION)
 
 
 def decode_data_graph(payload: bytes, *, step: int, wall_time: float, tag: str) -> DataGraphRecord:

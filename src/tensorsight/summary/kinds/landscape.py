@@ -97,10 +97,21 @@ def encode(
 # ------------------------------------------------------------ read side
 @dataclass(frozen=True, eq=False)
 class LandscapeRecord:
-    """A loss landscape on a grid: ``values[i, j]`` is the loss at ``(x[j], y[i])``.
+    """A loss landscape of a tag at one step: ``values[i, j]`` is the loss at ``(x[j], y[i])``.
 
-    Non-finite losses are NaN. ``path`` is an ``(n, 2)`` or ``(n, 3)`` array of the training
-    path (x, y[, loss]) or ``None``; ``metadata`` holds whatever else the writer stored.
+    What ``Logdir.records(run, "landscapes", tag)`` and the board's data layer
+    (``tensorsight.data.LandscapeData`` is this type) return.
+
+    Attributes:
+        step: Step.
+        wall_time: Seconds since the epoch.
+        x: float64 column coordinates (first direction).
+        y: float64 row coordinates (second direction).
+        values: float64 ``(len(y), len(x))`` losses, NaN where the loss was not finite.
+        path: float64 ``(n, 2)`` or ``(n, 3)`` training path ``(x, y[, loss])`` in training
+            order, or ``None``.
+        metadata: What the writer stored (``directions``, ``span``, MindSpore's
+            ``decomposition``/``unit``...).
     """
 
     step: int
@@ -110,6 +121,43 @@ class LandscapeRecord:
     values: NDArray[np.float64]
     path: NDArray[np.float64] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    SCHEMA_VERSION = 1  # of the record (the payload's is the module's SCHEMA_VERSION)
+
+    @staticmethod
+    def from_arrays(
+        step: int,
+        wall_time: float,
+        x: Any,
+        y: Any,
+        values: Any,
+        path: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> LandscapeRecord:
+        """Build from array-likes, as read-only float64 arrays (copies).
+
+        Raises:
+            ValueError: ``values`` is not ``(len(y), len(x))`` or ``path`` not ``(n, 2|3)``.
+
+        Example:
+            >>> LandscapeRecord.from_arrays(0, 0.0, [0, 1], [0], [[1.0, 2.0]]).values.shape
+            (1, 2)
+        """
+        arrays = [np.array(a, dtype=np.float64) for a in (x, y, values)]
+        xs, ys, grid = arrays[0].reshape(-1), arrays[1].reshape(-1), arrays[2]
+        if grid.shape != (ys.size, xs.size):
+            msg = (
+                f"Landscape values shape {grid.shape} does not match (len(y), len(x)) = "
+                f"({ys.size}, {xs.size})."
+            )
+            raise ValueError(msg)
+        pts = None if path is None else np.array(path, dtype=np.float64)
+        if pts is not None and (pts.ndim != 2 or pts.shape[1] not in (2, 3)):
+            msg = f"Landscape path shape {pts.shape}: expected (n, 2) or (n, 3) points."
+            raise ValueError(msg)
+        for a in (xs, ys, grid) + (() if pts is None else (pts,)):
+            a.setflags(write=False)
+        return LandscapeRecord(int(step), float(wall_time), xs, ys, grid, pts, dict(metadata or {}))
 
 
 def _floats(rows: Any) -> np.ndarray[Any, np.dtype[np.float64]]:

@@ -118,7 +118,13 @@ def encode_raw(
 # ------------------------------------------------------------ read side
 @dataclass(frozen=True, eq=False)
 class PrCurveRecord:
-    """One precision-recall curve: arrays of length ``num_thresholds`` each."""
+    """One PR curve: parallel float64 arrays, one entry per threshold (ascending thresholds).
+
+    ``precision[i]`` and ``recall[i]`` are the classifier's at ``thresholds[i]``: predictions
+    at or above it count as positive. Counts are weighted when the writer had weights. What
+    ``Logdir.records(run, "pr_curves", tag)`` and the board's data layer
+    (``tensorsight.data.PrCurveData`` is this type) return.
+    """
 
     step: int
     wall_time: float
@@ -129,6 +135,8 @@ class PrCurveRecord:
     false_negatives: NDArray[np.float64]
     precision: NDArray[np.float64]
     recall: NDArray[np.float64]
+
+    SCHEMA_VERSION = 1  # of the record (the payload's is the module's SCHEMA_VERSION)
 
 
 def decode(raw: Raw) -> list[PrCurveRecord]:
