@@ -12,6 +12,7 @@ name to :class:`~tensorsight.summary.kinds.Kind`, built from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -49,9 +50,28 @@ def decoders() -> dict[str, Kind]:
     return table
 
 
-def _items(spec: Kind, raw: Raw, seq: int) -> list[Item]:
-    assert spec.decode is not None
-    return [Item(seq, spec.name, raw.tag, raw.step, raw.wall_time, rec) for rec in spec.decode(raw)]
+#: :func:`decoders` as plugin -> (kind name, decode, reads the content only), built on first use.
+_TABLE: dict[str, tuple[str, Callable[[Raw], list[Any]], bool]] = {}
+
+
+def _table() -> dict[str, tuple[str, Callable[[Raw], list[Any]], bool]]:
+    if not _TABLE:
+        for plugin, spec in decoders().items():
+            if spec.decode is not None:
+                _TABLE[plugin] = (spec.name, spec.decode, spec.reads == "metadata")
+    return _TABLE
+
+
+def _decoded(
+    kind: str, records: list[Any], seq: int, tag: str, step: int, wall: float
+) -> list[Item]:
+    out = []
+    for r in records:  # a loop, not a comprehension: no extra frame per value (Python 3.11)
+        out.append(Item(seq, kind, tag, step, wall, r))
+    return out
+
+
+_new = tuple.__new__  # builds a Raw in C (its generated __new__ is a Python call per value)
 
 
 def _other_tensor(raw: Raw, plugin: str, seq: int) -> list[Item]:
@@ -70,9 +90,10 @@ def decode_value(v: Any, seq: int, step: int, wall: float, plugins: dict[str, st
     if meta.plugin_name:
         plugins[tag] = meta.plugin_name
     plugin = plugins.get(tag, "")
-    spec = decoders().get(plugin)
-    if spec is not None and spec.reads == "metadata":
-        return _items(spec, Raw(step, wall, tag, meta.content, None), seq)
+    spec = (_TABLE or _table()).get(plugin)
+    if spec is not None and spec[2]:
+        records = spec[1](_new(Raw, (step, wall, tag, meta.content, None)))
+        return _decoded(spec[0], records, seq, tag, step, wall)
     which = v.WhichOneof("value")
     if which == "simple_value":
         return [Item(seq, "scalars", tag, step, wall, float(v.simple_value))]
@@ -91,9 +112,9 @@ def decode_value(v: Any, seq: int, step: int, wall: float, plugins: dict[str, st
         )  # fmt: skip
         return [Item(seq, "audio", tag, step, wall, rec_a)]
     if which == "tensor":
-        raw = Raw(step, wall, tag, meta.content, v.tensor)
+        raw = _new(Raw, (step, wall, tag, meta.content, v.tensor))
         if spec is not None:
-            return _items(spec, raw, seq)
+            return _decoded(spec[0], spec[1](raw), seq, tag, step, wall)
         return _other_tensor(raw, plugin, seq)
     return []
 
