@@ -22,6 +22,7 @@ from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams, fold_hparams_runs, merge_hparams
 from tensorsight.data.provider import (
+    KINDS,
     DataProvider,
     HistogramRecord,
     ImageRecord,
@@ -124,15 +125,18 @@ def _embeddings(records: Sequence[Any], limits: Limits) -> list[EmbeddingEntry]:
     ]
 
 
-#: Kind -> stored records -> what ``read_records`` serves (see ``tensorsight.data.provider``).
+def _as_stored(records: Sequence[Any], limits: Limits) -> list[Any]:
+    return list(records)
+
+
+#: Kind -> stored records -> what ``read_records`` serves (see ``tensorsight.data.provider``);
+#: a kind not listed is served as its own frozen record type (``_as_stored``).
 _SERVE: dict[str, Callable[[Sequence[Any], Limits], list[Any]]] = {
     "histograms": lambda rs, _: [_histogram(r) for r in rs],
     "images": _images,
     "text": lambda rs, _: [TextRecord(int(r.step), float(r.wall_time), _text(r)) for r in rs],
     "tensors": lambda rs, _: [_tensor(r) for r in rs],
     "audio": _audio,
-    "pr_curves": lambda rs, _: list(rs),  # the kind's own frozen record
-    "data_graphs": lambda rs, _: list(rs),
     "landscapes": lambda rs, _: [
         LandscapeRecord.from_arrays(r.step, r.wall_time, r.x, r.y, r.values, r.path, r.metadata)
         for r in rs
@@ -303,7 +307,10 @@ class LogdirProvider(DataProvider):
     def read_records(self, run: str, kind: str, tag: str) -> list[Any]:
         serve = _SERVE.get(kind)
         if serve is None:
-            raise KeyError(kind)
+            if kind not in KINDS or kind in ("scalars", "graphs", "custom_scalars"):
+                raise KeyError(kind)  # read through their own methods
+            serve = _as_stored  # a kind whose own record type is what views need
+
         return serve(self._stored(run, kind, tag), self._limits)
 
     def sample_histograms(
