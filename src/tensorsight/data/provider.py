@@ -113,8 +113,9 @@ class Limits:
     """Memory bounds of a provider; ``None`` means "no limit".
 
     The per-tag caps are applied while reading (the newest values are kept), so they bound
-    memory; every run lists in :attr:`RunInfo.dropped` how many tags hit a cap, and the
-    board shows it. Scalars are uncapped by default: full resolution is the point.
+    memory; which field caps which kind is :data:`RECORD_LIMITS` (:meth:`per_kind`). Every
+    run lists in :attr:`RunInfo.dropped` how many tags hit a cap, and the board shows it.
+    Scalars are uncapped by default: full resolution is the point.
 
     Attributes:
         max_tags_per_run: Tags shown per run and kind (in sorted order); the rest are hidden
