@@ -267,9 +267,9 @@ def every_kind_logdir(tmp_path_factory):
     [
         ("read_scalars", "scalars/series", {"run": "train", "tag": "loss"}),
         ("sample_histogram_arrays", "histograms/series", {"run": "train", "tag": "weights"}),
-        ("read_images", "images/list", {"run": "train", "tag": "sample"}),
-        ("read_text", "text/series", {"run": "train", "tag": "note/text_summary"}),
-        ("read_tensors", "tensors/steps", {"run": "train", "tag": "act"}),
+        ("read_records", "images/list", {"run": "train", "tag": "sample"}),
+        ("read_records", "text/series", {"run": "train", "tag": "note/text_summary"}),
+        ("read_records", "tensors/steps", {"run": "train", "tag": "act"}),
         ("read_hparams", "hparams/table", {"run": "train"}),
     ],
 )
