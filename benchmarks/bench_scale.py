@@ -126,7 +126,7 @@ def run(h: Harness) -> None:
         else:
             case("dask (cold)", "dask")
             cluster = distributed.LocalCluster(
-                threads_per_worker=1, dashboard_address=None, n_workers=os.cpu_count() or 1
+                threads_per_worker=1, dashboard_address=":0", n_workers=os.cpu_count() or 1
             )
             with cluster, distributed.Client(cluster) as client:
                 case("dask (warm)", client.get_executor(pure=False))

@@ -67,7 +67,7 @@ def test_local_process_pool_matches_serial(dumps, serial):
 def test_dask_local_cluster_matches_serial(dumps, serial):
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, dashboard_address=None, processes=True
+        n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True
     )
     with cluster, distributed.Client(cluster) as client:
         ex = client.get_executor(pure=False)
@@ -80,6 +80,22 @@ def ray_local():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield ray
     ray.shutdown()
+
+
+def test_dask_starts_while_another_cluster_holds_port_8787(dumps, serial):
+    import socket
+
+    pytest.importorskip("distributed")
+    holder = socket.socket()
+    try:
+        holder.bind(("0.0.0.0", 8787))  # a notebook's Dask dashboard, say
+        holder.listen()
+    except OSError:
+        pass  # already held by something else: the same situation
+    try:
+        _same(compare(dumps["bench"], dumps["target"], executor="dask:2"), serial)
+    finally:
+        holder.close()
 
 
 def test_ray_matches_serial(ray_local, dumps, serial):

@@ -177,7 +177,9 @@ def _dask(s: ExecutorSpec) -> Iterator[Executor]:
         cluster = distributed.LocalCluster(
             n_workers=s.workers or (os.cpu_count() or 1),
             threads_per_worker=1,
-            dashboard_address=None,
+            # None still binds the scheduler's HTTP server to 8787, which another cluster
+            # (a notebook's) may hold: any free port, as the pool is this comparison's own
+            dashboard_address=":0",
         )
         client = distributed.Client(cluster)
     ex = client.get_executor(pure=False)
