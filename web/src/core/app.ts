@@ -81,8 +81,10 @@ export async function start(root: HTMLElement): Promise<void> {
   }
 
   state.subscribe((reason) => {
-    runList.render();
+    // the view first: its requests go out before the run list's rows are redrawn (1,000
+    // rows once the first read of a sweep is done)
     current?.refresh(reason);
+    runList.render();
   });
 
   async function poll(): Promise<void> {
