@@ -13,8 +13,10 @@ returned in a shared memory-mapped file, which survives the kill. Cases per writ
 
 The dump case runs ``tensorsight.dump`` (statistics) over a small MLP, one step per
 iteration, and counts the steps the child had ended (``d.step()`` returned) that do not read
-back with all their ops (goal: 0), those the manifest does not list as complete yet (it is
-rewritten at most once a second), and the rows of the running step that survived.
+back with all their ops (goal: 0; ``.step()`` returns once the writer has written the
+ended step), those the manifest does not list as complete yet (it is rewritten at most once
+a second), the rows of the running step that survived, and the steps whose
+``DumpStep.complete`` is wrong (goal: 0; the running step must read as cut off).
 
 The figures are counts, not timings; ``--quick`` runs 2 trials instead of ``--repeat`` x 4.
 """
@@ -150,9 +152,10 @@ def _writer_trial(kind: str, mode: str, rng: random.Random) -> tuple[int, float 
         return handed - written, seconds
 
 
-def _dump_trial(rng: random.Random) -> tuple[int, int, int, int]:
+def _dump_trial(rng: random.Random) -> tuple[int, int, int, int, int]:
     """(ended steps, of them without their full op table, of them not yet marked complete
-    in the manifest, rows of the running step recovered)."""
+    in the manifest, rows of the running step recovered, steps whose ``DumpStep.complete``
+    is wrong: an ended one read as cut off, or a later one read as complete)."""
     import tensorsight
 
     with tempfile.TemporaryDirectory(prefix="bench_kill9_dump_") as tmp:
@@ -171,7 +174,9 @@ def _dump_trial(rng: random.Random) -> tuple[int, int, int, int]:
         marked = {s.step for s in manifest.steps if s.complete} if manifest else set()
         unmarked = sum(1 for s in range(ended) if s not in marked)
         running = dump.step(step=ended).rows if ended in on_disk else ()
-        return ended, short, unmarked, len(running)
+        # step ``ended`` may have ended between .step() returning and the counter's update
+        wrong = sum(dump.step(step=s).complete != (s < ended) for s in on_disk if s != ended)
+        return ended, short, unmarked, len(running), wrong
 
 
 def _available(kind: str) -> bool:
@@ -218,5 +223,7 @@ def run(h: Harness) -> None:
         f"kill): ended steps without their full op table: max {max(r[1] for r in results)}; "
         f"not yet marked complete in the manifest (rewritten at most once a second): max "
         f"{max(r[2] for r in results)}, mean {statistics.mean(r[2] for r in results):.1f}; "
-        f"rows of the running step recovered: {', '.join(str(r[3]) for r in results)}"
+        f"rows of the running step recovered: {', '.join(str(r[3]) for r in results)}; "
+        f"steps read with the wrong DumpStep.complete: max {max(r[4] for r in results)} "
+        "(goal 0)"
     )

@@ -13,7 +13,10 @@ executor must name that rank and the same op. Cases, each one whole ``compare()`
 - ``dask (cold)``: a ``LocalCluster`` of one-thread worker processes per call;
   ``dask (warm)``: the same cluster kept between calls;
 - ``ray (warm)``: Ray tasks on a local Ray started once (its start-up, several seconds,
-  is printed on a note line instead of being timed per call).
+  is printed on a note line instead of being timed per call);
+- ``launcher (2 procs)``: ``torchrun --nproc_per_node=2 -m tensorsight compare --spmd``
+  into a fresh results folder, then ``compare --merge`` in this process (the launcher's
+  and both interpreters' start-up included: what the command costs a user).
 
 Dask and Ray rows are skipped with a note when their packages are not installed.
 """
@@ -66,6 +69,30 @@ def _where(result: Any) -> tuple[Any, ...]:
     return (row.rank, row.index, row.op, row.tensor, len(result.rows))
 
 
+def _launcher_case(
+    h: Harness, bench: Path, target: Path, tmp: Path, repeat: int, found: dict[str, Any]
+) -> None:
+    import subprocess
+    import sys
+
+    from tensorsight.compare.spmd import merge
+
+    runs = iter(range(1_000_000))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+
+    def fn() -> None:
+        res = tmp / f"spmd-{next(runs)}"
+        cmd = [
+            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+            "--master_port=0", "-m", "tensorsight", "compare", str(bench), str(target),
+            "--spmd", str(res), "-q", "-j", "1",
+        ]  # fmt: skip
+        subprocess.run(cmd, check=True, env=env, capture_output=True)
+        found["launcher (2 procs)"] = _where(merge(res))
+
+    h.measure("launcher (2 procs)", fn, repeat=repeat)
+
+
 def run(h: Harness) -> None:
     from tensorsight.compare import compare
     from tensorsight.compare.executors import RayExecutor, local_pool
@@ -115,6 +142,7 @@ def run(h: Harness) -> None:
                 case("ray (warm)", RayExecutor())
             finally:
                 ray.shutdown()
+        _launcher_case(h, bench, target, tmp, repeat, found)
         h.compare("threads")
         same = len(set(found.values())) == 1
         first = found["threads"]

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow  # starts a process pool, two Dask clusters and a 
 def test_quick_run_finds_the_same_first_divergence_on_every_executor():
     h = Harness("scale", repeat=1, quick=True)
     bench_scale.run(h)
-    assert {"threads", "serial", "local (cold)", "local (warm)"} <= set(h.results)
+    want = {"threads", "serial", "local (cold)", "local (warm)", "launcher (2 procs)"}
+    assert want <= set(h.results)
     assert all(len(r.seconds) == 1 for r in h.results.values())
     assert h.lines[-1] == "same first divergence on every executor: yes"
     assert "planted bug at rank 12" in h.lines[-2]

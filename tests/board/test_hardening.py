@@ -266,10 +266,10 @@ def every_kind_logdir(tmp_path_factory):
     ("method", "path", "params"),
     [
         ("read_scalars", "scalars/series", {"run": "train", "tag": "loss"}),
-        ("sample_histograms", "histograms/series", {"run": "train", "tag": "weights"}),
-        ("read_images", "images/list", {"run": "train", "tag": "sample"}),
-        ("read_text", "text/series", {"run": "train", "tag": "note/text_summary"}),
-        ("read_tensors", "tensors/steps", {"run": "train", "tag": "act"}),
+        ("sample_histogram_arrays", "histograms/series", {"run": "train", "tag": "weights"}),
+        ("read_records", "images/list", {"run": "train", "tag": "sample"}),
+        ("read_records", "text/series", {"run": "train", "tag": "note/text_summary"}),
+        ("read_records", "tensors/steps", {"run": "train", "tag": "act"}),
         ("read_hparams", "hparams/table", {"run": "train"}),
     ],
 )
@@ -363,21 +363,21 @@ def test_a_view_check_past_the_deadline_leaves_the_tab_enabled(comparison_logdir
 
 def test_encoding_a_big_answer_leaves_the_board_answering(every_kind_logdir, monkeypatch):
     """The JSON encoding of a view's answer runs in the worker thread too: 500 histogram
-    records of 600 buckets are 9 MB to encode (0.1 CPU-s with the view's own encoder),
+    records of 600 buckets were 9 MB to encode (0.1 CPU-s with the view's own encoder),
     which on the event loop held ``/api/runs`` as long. The encoding is made to wait here
     until released."""
     from tensorsight.board.views import histograms
     from tensorsight.data import LogdirProvider
 
     entered, release = threading.Event(), threading.Event()
-    real = histograms._floats_json
+    real = histograms._arrays_json
 
-    def slow_encode(values, memo):
+    def slow_encode(arrays):
         entered.set()
         release.wait(60)
-        return real(values, memo)
+        return real(arrays)
 
-    monkeypatch.setattr(histograms, "_floats_json", slow_encode)
+    monkeypatch.setattr(histograms, "_arrays_json", slow_encode)
     provider = LogdirProvider(every_kind_logdir)
     provider.reload()
     with board_server(provider) as url, ThreadPoolExecutor(1) as pool:
@@ -397,3 +397,84 @@ def test_encoding_a_big_answer_leaves_the_board_answering(every_kind_logdir, mon
         r = slow.result()
     assert r.status_code == 200, r.text
     assert [rec["step"] for rec in r.json()["records"]] == [0, 1, 2]
+
+
+class _StuckWorker:
+    """Hold the next request's work (what ``offload`` hands to a worker thread) until
+    released, whichever view it belongs to; later work runs as usual."""
+
+    def __init__(self, monkeypatch) -> None:
+        import anyio.to_thread
+
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.armed = False
+        real = anyio.to_thread.run_sync
+
+        def run_sync(func, *args, **kwargs):
+            if self.armed:
+                self.armed = False
+
+                def stuck(*a):
+                    self.entered.set()
+                    self.release.wait(60)
+                    return func(*a)
+
+                return real(stuck, *args, **kwargs)
+            return real(func, *args, **kwargs)
+
+        monkeypatch.setattr(anyio.to_thread, "run_sync", run_sync)
+
+
+# Each view's heaviest route (the ones above hold their provider reads; these hold the whole
+# worker call: a table built, a graph laid out, a projection computed). Runs or tags a view
+# has no data for answer 404 once released: the route still got as far as its work.
+HEAVIEST_ROUTES = [
+    ("scalars/multi", {"run": "train", "tag": "loss", "width": "1000"}),
+    ("histograms/series", {"run": "train", "tag": "weights", "limit": "100000"}),
+    ("images/list", {"run": "train", "tag": "sample"}),
+    ("audio/clips", {"run": "train", "tag": "clip"}),
+    ("text/series", {"run": "train", "tag": "note/text_summary"}),
+    ("graphs/graph", {"run": "train", "tag": "model"}),
+    ("precision/table", {"run": "train", "tag": "act", "q": "a.*b"}),
+    ("tensors/steps", {"run": "train", "tag": "act"}),
+    ("data_graphs/graph", {"run": "train", "tag": "pipeline"}),
+    ("landscapes/landscape", {"run": "train", "tag": "loss_landscape"}),
+    ("hparams/table", {"run": "train"}),
+    ("pr_curves/curves", {"run": "train", "tag": "pr"}),
+    ("custom_scalars/multiline", {"run": "train", "tag_regex": "lo.*"}),
+    ("embeddings/projection", {"run": "train", "tag": "emb", "step": "0", "dims": "3"}),
+]
+
+
+def test_every_view_is_covered_by_the_liveness_check():
+    from tensorsight.board.views import BUILTIN_VIEWS
+
+    covered = {path.split("/")[0] for path, _ in HEAVIEST_ROUTES} | {"comparison"}
+    assert covered == set(BUILTIN_VIEWS)  # comparison: test_a_slow_comparison_request_...
+
+
+@pytest.mark.parametrize(("path", "params"), HEAVIEST_ROUTES, ids=[p for p, _ in HEAVIEST_ROUTES])
+def test_the_board_answers_while_any_views_work_is_in_progress(
+    every_kind_logdir, monkeypatch, path, params
+):
+    """Issue 20: ``/api/runs`` answers while one request of any view is in its work."""
+    from tensorsight.data import LogdirProvider
+
+    provider = LogdirProvider(every_kind_logdir)
+    provider.reload()
+    worker = _StuckWorker(monkeypatch)
+    with board_server(provider) as url, ThreadPoolExecutor(1) as pool:
+        try:
+            worker.armed = True
+            slow = pool.submit(
+                httpx.get, f"{url}/api/views/{path}", params=params, timeout=LIVENESS_S * 3
+            )
+            assert worker.entered.wait(LIVENESS_S), f"{path} never reached its worker thread"
+            runs = httpx.get(f"{url}/api/runs", timeout=LIVENESS_S)
+            assert runs.status_code == 200
+            assert "train" in [r["name"] for r in runs.json()["runs"]]
+            assert not slow.done()
+        finally:
+            worker.release.set()
+        r = slow.result()
+    assert r.status_code in (200, 404), r.text

@@ -255,6 +255,57 @@ def test_sigkill_keeps_every_ended_step(sigkilled_dump):
     assert counts[0] > 10
     assert counts == [counts[0]] * 3
     assert {op.op for op in dump.step(step=0).ops} >= {"aten.addmm.default", "aten.add_.Tensor"}
+    assert [dump.step(step=s).complete for s in range(4)] == [True, True, True, False]
+
+
+# The writer thread made slow, as on a busy machine where it falls a step behind: each step
+# end waits 0.5 s there. The parent SIGKILLs the child as soon as the third .step() returned.
+_DUMP_SLOW_WRITER = """
+import sys, time, torch, tensorsight
+from tensorsight.dumpformat.writer import DumpWriter
+handle = DumpWriter._handle
+def slow_handle(self, item):
+    if item[0] == "end":
+        time.sleep(0.5)
+    handle(self, item)
+DumpWriter._handle = slow_handle
+model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+d = tensorsight.dump(sys.argv[1]).start()
+for n in range(1, 4):
+    model(torch.ones(4, 8)).sum().backward()
+    d.step()
+    print(f"ended {n}", flush=True)
+while True:  # the next step runs until the kill
+    model(torch.ones(4, 8)).sum().backward()
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_sigkill_right_after_a_step_ends_keeps_it_with_a_slow_writer(tmp_path):
+    """A step whose .step() returned reads back whole however far the writer thread lagged
+    (before, the table of a step still queued for the writer was lost); the running step
+    reads as cut off, and the dump as incomplete."""
+    out = tmp_path / "d"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DUMP_SLOW_WRITER, str(out)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        for n in range(1, 4):
+            assert proc.stdout.readline().strip() == f"ended {n}"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    dump = read_dump(out)
+    assert not dump.complete
+    counts = [len(dump.step(step=s).ops) for s in range(3)]
+    assert counts[0] > 5
+    assert counts == [counts[0]] * 3
+    assert [dump.step(step=s).complete for s in range(3)] == [True, True, True]
+    running = [s for s in dump.steps() if s >= 3]
+    assert all(not dump.step(step=s).complete for s in running)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")

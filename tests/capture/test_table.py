@@ -138,3 +138,64 @@ def test_a_closed_log_takes_no_more_lines(tmp_path):
     log.compact()  # Parquet from memory (both rows); the log it made is deleted
     assert sorted(p.name for p in tmp_path.iterdir()) == [_table.PARQUET_NAME]
     assert [r["index"] for r in _table.read_rows(tmp_path)] == [0, 1]
+
+
+def _records_row_by_row(step_dir):
+    from tensorsight.dumpformat.schema import TensorRecord
+
+    rows = _table.read_rows(step_dir)
+    return [TensorRecord.from_row(r, where=f"row {i}") for i, r in enumerate(rows)]
+
+
+def test_records_read_column_by_column_equal_those_read_row_by_row(tmp_path):
+    from tensorsight.dumpformat.schema import TensorRecord
+
+    log = _table.StepLog(tmp_path)
+    for row in ROWS:
+        log.append(row)
+    log.compact()
+    got = TensorRecord.from_columns(_table.read_columns(tmp_path))
+    want = _records_row_by_row(tmp_path)
+    assert len(got) == len(ROWS)
+    assert [repr(g) for g in got] == [repr(w) for w in want]  # repr: NaN statistics
+    assert [list(vars(g)) for g in got] == [list(vars(w)) for w in want]
+    assert got[3].stats is None
+    assert got[3].module_path == "M"
+    assert got[1].stats.nan_count == 2
+    assert got[1].shape == ()
+    assert _table.read_columns(tmp_path / "nothing") is None
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("index", -1, r"row 2.index"),
+        ("direction", "sideways", r"row 2.direction is 'sideways'"),
+        ("shape", [2, -3], r"row 2.shape"),
+        ("nan_count", -4, r"row 2.nan_count"),
+        ("op", None, r"row 2.op"),
+    ],
+)
+def test_a_bad_value_read_column_by_column_is_named_as_row_by_row(column, value, message):
+    from tensorsight.dumpformat.schema import TensorRecord
+    from tensorsight.errors import DumpFormatError
+
+    columns = {c: [v if not isinstance(v, tuple) else list(v) for v in vals]
+               for c, vals in zip(COLUMNS, zip(*ROWS, strict=True), strict=True)}  # fmt: skip
+    columns[column][2] = value
+    with pytest.raises(DumpFormatError, match=message) as column_wise:
+        TensorRecord.from_columns(columns, source="Op table t")
+    rows = [dict(zip(columns, vals, strict=True)) for vals in zip(*columns.values(), strict=True)]
+    TensorRecord.from_row(rows[0], source="Op table t", where="row 0")  # rows 0 and 1 are good
+    TensorRecord.from_row(rows[1], source="Op table t", where="row 1")
+    with pytest.raises(DumpFormatError) as row_wise:
+        TensorRecord.from_row(rows[2], source="Op table t", where="row 2")
+    assert str(column_wise.value) == str(row_wise.value)
+
+
+def test_columns_of_unequal_length_are_refused():
+    from tensorsight.dumpformat.schema import TensorRecord
+    from tensorsight.errors import DumpFormatError
+
+    with pytest.raises(DumpFormatError, match="differ in length"):
+        TensorRecord.from_columns({"index": [0, 1], "op": ["x"]}, source="Op table t")

@@ -17,46 +17,23 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
+from tests.compare._ranks import BUG_RANK, RANKS, make_rank_dumps
 from tests.compare._workers import environ as _environ
-from tests.compare._workers import exit_on_rank
+from tests.compare._workers import exit_on_rank, exit_once_on_rank
 from tests.conftest import run_cli
 
 torch = pytest.importorskip("torch")
 
-from tensorsight.capture import dump  # noqa: E402
 from tensorsight.compare import compare  # noqa: E402
 from tensorsight.compare.executors import RayExecutor, parse_executor  # noqa: E402
 from tensorsight.errors import UsageError  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-RANKS = 4
-BUG_RANK = 2
-
-
-def _capture(path, model, x):
-    with dump(path, mode="tensor", steps=[0], overwrite=True):
-        model(x).sum().backward()
-    return path
-
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ranks")
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
-    x = torch.randn(4, 8)
-    ok = _capture(root / "ok", model, x)
-    with torch.no_grad():
-        model[2].weight.mul_(1.05)
-    bug = _capture(root / "bug", model, x)
-    bench, target, short = root / "bench", root / "target", root / "short"
-    for r in range(RANKS):
-        shutil.copytree(ok / "rank0", bench / f"rank{r}")
-        shutil.copytree((bug if r == BUG_RANK else ok) / "rank0", target / f"rank{r}")
-        if r < RANKS - 1:
-            shutil.copytree(ok / "rank0", short / f"rank{r}")
-    return {"bench": bench, "target": target, "short": short}
+    return make_rank_dumps(tmp_path_factory.mktemp("ranks"))
 
 
 @pytest.fixture(scope="module")
@@ -276,6 +253,36 @@ def test_a_worker_that_dies_leaves_a_result_naming_the_missing_pairs(dumps):
     assert sorted([*result.ranks, *lost]) == list(range(RANKS))
     assert all("BrokenProcessPool" in m.reason for m in result.missing)
     assert result.status == "not comparable"
+
+
+class _DyingOncePool(ProcessPoolExecutor):
+    """A pool whose worker dies on rank 1's first task (while the marker file exists)."""
+
+    marker = ""
+
+    def submit(self, fn, task, /):
+        return super().submit(exit_once_on_rank, 1, self.marker, fn, task)
+
+
+def test_a_pool_made_from_a_spec_is_made_again_for_the_retry(dumps, serial, tmp_path, monkeypatch):
+    import tensorsight.compare.executors as executors
+
+    marker = tmp_path / "die-once"
+    marker.touch()
+    made = []
+
+    def dying_once(workers=None):
+        pool = _DyingOncePool(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        pool.marker = str(marker)
+        made.append(pool)
+        return pool
+
+    monkeypatch.setattr(executors, "local_pool", dying_once)
+    result = compare(dumps["bench"], dumps["target"], executor="local")
+    assert len(made) == 2  # the broken pool was replaced before the retry
+    assert not marker.exists()  # the worker really died once
+    assert not result.missing
+    _same(result, serial)
 
 
 def test_local_pool_workers_pin_blas_and_openmp_to_one_thread():

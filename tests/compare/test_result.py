@@ -14,6 +14,7 @@ from tensorsight.compare.result import (
     Comparison,
     OpComparison,
     Verdict,
+    new_row,
 )
 from tensorsight.errors import InputFileError, SchemaVersionError, UsageError
 
@@ -188,6 +189,24 @@ def test_evolve_is_dataclasses_replace():
         fast.cosine = 1.0  # type: ignore[misc]
     with pytest.raises(TypeError, match="no field 'cosin'"):
         row.evolve(cosin=1.0)
+
+
+def test_new_row_is_the_constructor():
+    import dataclasses
+
+    ident = {"index": 3, "op": "aten.mm.default", "module_path": "M", "direction": "forward"}
+    values = {**ident, "tensor": "output.0", "mode": "statistics", "cosine": 0.5, "rank": 2}
+    fast, slow = new_row(**values), OpComparison(**values)
+    assert fast == slow
+    assert list(vars(fast)) == list(vars(slow))  # the same fields, in field order
+    assert fast.custom == {}
+    assert fast.custom is not new_row(**values).custom
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.cosine = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field 'cosin'"):
+        new_row(**values, cosin=1.0)
+    with pytest.raises(TypeError, match="required field 'tensor'"):
+        new_row(**ident)
 
 
 def test_csv_rows_with_different_custom_metrics():

@@ -102,6 +102,22 @@ def test_sampled_histograms_are_the_evenly_spaced_records_of_the_full_read(tmp_p
     assert [r.step for r in some] == [0, 4, 8, 12, 16, 20, 24, 28, 32, 36]
     assert some == [every[r.step] for r in some]  # same buckets as the full read
     assert p.sample_histograms("train", "weights", 100) == (37, every)
+    # the arrays the board encodes hold the same buckets, read-only, without a conversion
+    total, arrays = p.sample_histogram_arrays("train", "weights", 10)
+    assert total == 37
+    assert [a.step for a in arrays] == [r.step for r in some]
+    for a, r in zip(arrays, some, strict=True):
+        assert a.edges.dtype == np.float64
+        assert not a.edges.flags.writeable
+        assert a.edges.tolist() == list(r.edges)
+        assert a.counts.tolist() == list(r.counts)
+        assert (a.wall_time, a.min, a.max, a.num, a.sum) == (
+            r.wall_time,
+            r.min,
+            r.max,
+            r.num,
+            r.sum,
+        )
 
 
 def test_queries_answer_while_a_reload_reads_files(logdir, monkeypatch):

@@ -10,9 +10,12 @@ import tensorsight
 
 
 def session_hparams(logdir: Any, run: str) -> dict[str, Any]:
-    """The hparam values of ``run`` (its hparams plugin's session start)."""
-    (start,) = logdir.hparams(run, "_hparams_/session_start_info")
-    return dict(start.hparams)
+    """The hparam values of ``run``: its session starts merged in order, as the board does
+    (an adapter writes the configuration first and the lineage at the end)."""
+    merged: dict[str, Any] = {}
+    for start in logdir.hparams(run, "_hparams_/session_start_info"):
+        merged.update(start.hparams)
+    return merged
 
 
 def read_run(path: Any) -> tuple[Any, str]:

@@ -63,7 +63,7 @@ def _data() -> torch.utils.data.DataLoader:
     return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
 
 
-def _fit(logger: TensorsightLogger, **module_kwargs) -> None:
+def _fit(logger: TensorsightLogger, checkpoints=None, **module_kwargs) -> None:
     torch.manual_seed(0)
     trainer = pl.Trainer(
         max_steps=STEPS,
@@ -72,7 +72,8 @@ def _fit(logger: TensorsightLogger, **module_kwargs) -> None:
         devices=1,
         log_every_n_steps=1,
         enable_progress_bar=False,
-        enable_checkpointing=False,
+        enable_checkpointing=checkpoints is not None,
+        default_root_dir=checkpoints,
         enable_model_summary=False,
         callbacks=[pl.callbacks.LearningRateMonitor(logging_interval="step")],
     )
@@ -108,6 +109,23 @@ def test_a_fit_writes_loss_learning_rate_hparams_and_graph(tmp_path):
     ops = {node.op for node in graph.nodes}
     assert any("addmm" in op or "linear" in op for op in ops), ops
     assert any(node.module_path.startswith("net") for node in graph.nodes)
+
+
+def test_the_end_of_fit_writes_the_data_pipeline_and_lineage(tmp_path):
+    logger = TensorsightLogger(tmp_path / "logs", name="tiny")
+    _fit(logger, checkpoints=str(tmp_path / "ckpt"))
+    logdir, run = read_run(tmp_path / "logs")
+    (pipeline,) = logdir.data_graphs(run, "dataset_graph")
+    assert {n["type"] for n in pipeline.nodes} >= {"DataLoader", "TensorDataset"}
+    hparams = session_hparams(logdir, run)
+    assert hparams["lr"] == pytest.approx(0.05)  # save_hyperparameters() is still there
+    assert hparams["optimizer"] == "SGD"
+    assert hparams["batch_size"] == 8
+    assert hparams["train_dataset_size"] == 64
+    assert hparams["network"] == "_Regression"
+    assert hparams["model_path"].startswith(logger.log_dir)  # Lightning saves beside the logs
+    assert hparams["model_path"].endswith(".ckpt")
+    assert os.path.isfile(hparams["model_path"])
 
 
 def test_the_next_run_gets_the_next_version(tmp_path):

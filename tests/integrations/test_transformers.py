@@ -45,12 +45,12 @@ def _model() -> torch.nn.Module:
     return transformers.GPT2LMHeadModel(cfg)
 
 
-def _train(tmp_path, callback: TensorsightCallback) -> None:
+def _train(tmp_path, callback: TensorsightCallback, save: bool = False) -> None:
     args = transformers.TrainingArguments(
         output_dir=str(tmp_path / "out"), max_steps=STEPS, per_device_train_batch_size=4,
         learning_rate=1e-3, lr_scheduler_type="linear", logging_steps=2, eval_strategy="steps",
-        eval_steps=3, save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True,
-        dataloader_num_workers=0, seed=0,
+        eval_steps=3, save_strategy="steps" if save else "no", save_steps=STEPS,
+        report_to="none", use_cpu=True, disable_tqdm=True, dataloader_num_workers=0, seed=0,
     )  # fmt: skip
     trainer = transformers.Trainer(
         model=_model(), args=args, train_dataset=_Tokens(32, 0), eval_dataset=_Tokens(8, 1),
@@ -91,6 +91,23 @@ def test_a_train_writes_loss_learning_rate_grad_norms_eval_and_hparams(tmp_path)
     assert hparams["args/max_steps"] == STEPS
     assert hparams["model_config/n_embd"] == 16
     assert hparams["model_config/vocab_size"] == VOCAB
+
+
+def test_the_data_pipeline_once_and_the_lineage_at_the_end(tmp_path):
+    _train(tmp_path, TensorsightCallback(logdir=tmp_path / "runs"), save=True)
+    logdir, run = read_run(tmp_path / "runs")
+    (pipeline,) = logdir.data_graphs(run, "dataset_graph")
+    # accelerate's DataLoaderShard over the dataset, with the trainer's collator
+    assert {"DataLoaderShard", "_Tokens"} <= {n["type"] for n in pipeline.nodes}
+    hparams = session_hparams(logdir, run)
+    assert hparams["args/learning_rate"] == pytest.approx(1e-3)  # the arguments stay
+    assert hparams["optimizer"] == "AdamW"
+    assert hparams["batch_size"] == 4
+    assert hparams["train_dataset_size"] == 32
+    assert hparams["network"] == "GPT2LMHeadModel"
+    assert hparams["model_path"] == str(tmp_path / "out" / f"checkpoint-{STEPS}")
+    assert os.path.isdir(hparams["model_path"])
+    assert isinstance(hparams.get("loss_function", ""), str)
 
 
 def test_only_process_zero_writes_unless_all_ranks(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -239,9 +240,11 @@ def test_many_forward_passes_before_a_step_are_folded(tmp_path, monkeypatch):
     with tensorsight.watch(model, opt, tmp_path / "logs", every=1) as w:
         for _ in range(20):  # accumulation: 20 forward passes, then one step
             model(torch.randn(4, 4)).sum().backward()
-            assert len(w._act_ids) <= 8 + 8
+            # folded to one entry per series, plus at most one pass's worth (forward and
+            # backward) since the last fold
+            assert len(w._act_ids) <= 8 + 2 * len(w.checker.series)
         opt.step()
-    assert not [a for a in w.anomalies if a.source == "activation"]
+    assert not [a for a in w.anomalies if a.source in ("activation", "backward")]
 
 
 def test_dead_activation_and_gradient_spike(tmp_path):
@@ -292,3 +295,160 @@ def test_distributed_rank_writes_its_own_folder(tmp_path, monkeypatch):
     assert w.rank == 3
     assert w.logdir == str(tmp_path / "rank3")
     assert "rank3" in tensorsight.read_logdir(tmp_path).runs
+
+
+def test_findings_record_for_the_board_names_modules_and_the_dump(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 2
+
+    with (
+        warnings.catch_warnings(),
+        tensorsight.watch(model, opt, tmp_path / "logs", dump_on_anomaly=tmp_path / "d") as w,
+    ):
+        warnings.simplefilter("ignore")
+        _train(model, opt, w, 4, before_step=arm)
+    records = tensorsight.read_logdir(tmp_path / "logs").tensors(".", "monitor/findings")
+    docs = {r.step: json.loads(r.data.tobytes()) for r in records}
+    # step 0 lists the modules; then steps with findings (3 too: step 2 left NaN weights)
+    assert sorted(docs) == [0, 2, 3]
+    assert docs[0]["modules"] == ["", "0", "1", "2", "3", "4"]
+    assert docs[0]["findings"] == []
+    found = docs[2]["findings"]
+    assert len(found) == sum(a.step == 2 for a in w.anomalies)
+    assert (found[0]["kind"], found[0]["module"], found[0]["value"]) == ("nan", "3", "NaN")
+    grads = [f for f in found if f["source"] == "grad"]
+    assert {(f["where"], f["module"]) for f in grads} >= {("0.weight", "0"), ("4.bias", "4")}
+    assert [f["module"] for f in found if f["source"] == "loss"] == [None]
+    assert docs[2]["dump"] == {"step": 3, "path": str(tmp_path / "d")}
+
+
+class _NanInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * math.nan
+
+
+class BackwardPoison(torch.nn.Module):
+    """Identity forward; once ``armed``, its backward turns the gradient into NaN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+
+    def forward(self, x):
+        return _NanInBackward.apply(x) if self.armed else x
+
+
+def test_a_nan_born_in_backward_is_named_at_the_module_whose_backward_made_it(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 16),
+        torch.nn.ReLU(inplace=True),  # in-place ops must keep working with the hooks
+        torch.nn.Linear(16, 8),
+        BackwardPoison(),
+        torch.nn.Linear(8, 1),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 2
+
+    with (
+        tensorsight.watch(model, opt, tmp_path, on_anomaly="ignore") as w,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error")
+        _train(model, opt, w, 3, before_step=arm)
+    assert {a.step for a in w.anomalies} == {2}
+    assert not [a for a in w.anomalies if a.source == "activation"]  # the forward was clean
+    first = w.anomalies[0]
+    assert (first.kind, first.source, first.where, first.tensor) == (
+        "nan",
+        "backward",
+        "3",
+        "grad_input.0",
+    )
+    backward = {(a.where, a.tensor) for a in w.anomalies if a.source == "backward"}
+    # downstream of the poison (its output's gradient, module 4, the model) stays finite
+    assert ("3", "grad_output.0") not in backward
+    assert ("4", "grad_input.0") not in backward
+    assert {("2", "grad_output.0"), ("1", "grad_input.0")} <= backward
+    assert "step 2: nan in backward '3' grad_input.0 (float32" in first.describe()
+
+
+def test_backward_false_checks_no_backward_gradients(tmp_path):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def arm(step):
+        model[3].armed = step == 1
+
+    with tensorsight.watch(model, opt, tmp_path, backward=False, on_anomaly="ignore") as w:
+        _train(model, opt, w, 2, before_step=arm)
+    sources = {a.source for a in w.anomalies}
+    assert "activation" in sources
+    assert "backward" not in sources
+
+
+def test_graph_data_pipeline_and_lineage_once_without_changing_training(tmp_path):
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(24, 4), torch.randn(24, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=6)
+
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Dropout(0.5),
+            torch.nn.Linear(8, 1),
+        )  # fmt: skip
+
+    def train(model, w=None):
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        torch.manual_seed(1)
+        ctx = (
+            tensorsight.watch(
+                model, opt, tmp_path, data=loader, loss_fn=torch.nn.functional.mse_loss
+            )
+            if w
+            else None
+        )
+        watched = ctx.__enter__() if ctx else None
+        for x, y in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+        if watched:
+            watched.log_checkpoint(tmp_path / "ckpt" / "last.pt")
+            ctx.__exit__(None, None, None)
+        return [p.detach().clone() for p in model.state_dict().values()]
+
+    plain = train(make())
+    watched = train(make(), w=True)
+    # the graph's extra forward (BatchNorm statistics, dropout's draws) left no trace
+    assert all(torch.equal(a, b) for a, b in zip(plain, watched, strict=True))
+    logdir = tensorsight.read_logdir(tmp_path)
+    tags = logdir.tags(".")
+    assert tags["graphs"] == ["graph"]
+    graph = logdir.graph(".")
+    ops = {n.op for n in graph.nodes}
+    assert "aten.addmm.default" in ops
+    assert any("batch_norm" in op for op in ops)
+    (pipeline,) = logdir.data_graphs(".", "dataset_graph")
+    assert {n["type"] for n in pipeline.nodes} >= {"DataLoader", "TensorDataset"}
+    (sub,) = [r for r in logdir.runs if r != "."]
+    records = [r for tag in logdir.tags(sub)["hparams"] for r in logdir.hparams(sub, tag)]
+    (values,) = [r.hparams for r in records if r.part == "session_start"]
+    assert values["optimizer"] == "Adam"
+    assert values["loss_function"] == "mse_loss"
+    assert values["batch_size"] == 6
+    assert values["train_dataset_size"] == 24
+    assert values["model_path"] == str(tmp_path / "ckpt" / "last.pt")
+    assert values["network"] == "Sequential"

@@ -249,3 +249,60 @@ def test_projector_config_matches_protobuf_text_format():
             entry.sprite.single_image_dim.extend(info.sprite_dim)
     assert embedding.config_pbtxt(infos).decode() == text_format.MessageToString(config)
     assert embedding.subdir(7, "a/b%c\\d") == "00007/a%2fb%25c%5cd"
+
+
+def test_every_registered_kind_is_declared_once_by_its_module():
+    from dataclasses import fields, is_dataclass
+
+    from tensorsight.summary import records
+    from tensorsight.summary.kinds import KINDS
+
+    assert tuple(KINDS.names()) == records.KINDS
+    for name in KINDS:
+        spec = KINDS.get(name)
+        module = importlib.import_module(spec.record.__module__)
+        assert spec.name == name == module.KIND
+        assert module.SPEC is spec
+        assert is_dataclass(spec.record)
+        assert spec.record.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        first = [f.name for f in fields(spec.record)][:2]
+        assert first == (["steps", "wall_times"] if name == "scalars" else ["step", "wall_time"])
+        # the public name in summary.records is the kind's own type, not a copy
+        assert getattr(records, spec.record.__name__) is spec.record
+        if spec.plugin is not None:
+            assert spec.plugin == module.PLUGIN_NAME
+            assert spec.decode is not None
+
+
+def test_the_plugin_table_is_built_from_the_kinds():
+    from tensorsight.summary._tbdecode import decoders
+    from tensorsight.summary.kinds import KINDS
+
+    table = decoders()
+    assert {k: v.name for k, v in table.items()} == {
+        "scalars": "scalars",
+        "histograms": "histograms",
+        "images": "images",
+        "audio": "audio",
+        "text": "text",
+        "tensorsight.tensor": "tensors",
+        "pr_curves": "pr_curves",
+        "hparams": "hparams",
+        "tensorsight.landscape": "landscapes",
+        "tensorsight.data_graph": "data_graphs",
+    }
+    assert all(v is KINDS.get(v.name) for v in table.values())
+
+
+def test_a_plugin_tensor_decodes_through_its_kind_module():
+    from tensorsight.summary._tbdecode import decode_value
+
+    value = pr_curve.encode_raw(
+        "pr", [5, 3], [2, 1], [0, 1], [0, 2], [0.7, 0.75], [1.0, 0.6], num_thresholds=2
+    )
+    plugins: dict[str, str] = {}
+    (item,) = decode_value(value, 0, 3, 1.5, plugins)
+    assert (item.kind, item.tag, item.step, item.wall_time) == ("pr_curves", "pr", 3, 1.5)
+    assert item.payload.true_positives.tolist() == [5.0, 3.0]
+    assert item.payload.thresholds.tolist() == [0.0, 1.0]
+    assert plugins == {"pr": "pr_curves"}

@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
     from tensorsight.errors import InputFileError, UsageError
 
     require_front_end()  # before anything is read: no point serving a board without it
-    logdir = Path(args.logdir)
-    if not logdir.is_dir():
+    remote = "://" in args.logdir and not args.logdir.startswith("file://")
+    logdir: str | Path = args.logdir if remote else Path(args.logdir)  # a URL stays a URL
+    if not remote and not Path(logdir).is_dir():  # a URL is checked when it is listed
         msg = (
             f"Logdir {str(logdir)!r}: not a folder. Expected a folder holding event files; "
             "check the path."

@@ -94,23 +94,39 @@ def _op_words(op: str) -> tuple[str, ...]:
     return tuple(w.lower() for w in _WORD.findall(op))
 
 
-def _family(*keys: str) -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(k.split()) for k in keys)
+class _Family:
+    """Op-name keys (runs of whole words) with the answer remembered per op name."""
+
+    __slots__ = ("_keys", "_seen")
+
+    def __init__(self, *keys: str) -> None:
+        self._keys = tuple(tuple(k.split()) for k in keys)
+        self._seen: dict[str, bool] = {}  # a dump repeats a few hundred names thousands of times
+
+    def __contains__(self, op: object) -> bool:
+        if not isinstance(op, str):
+            return False
+        hit = self._seen.get(op)
+        if hit is None:
+            words = _op_words(op)
+            hit = any(
+                words[i : i + len(key)] == key
+                for key in self._keys
+                for i in range(len(words) - len(key) + 1)
+            )
+            if len(self._seen) < 4096:
+                self._seen[op] = hit
+        return hit
 
 
-def _in_family(op: str, family: Sequence[tuple[str, ...]]) -> bool:
+def _in_family(op: str, family: _Family) -> bool:
     """Whether one of the family's keys (runs of whole words) occurs in the op's name.
 
     Example:
         >>> _in_family("aten.relu.default", _EXPLIKE), _in_family("aten.gelu.default", _EXPLIKE)
         (False, True)
     """
-    words = _op_words(op)
-    for key in family:
-        n = len(key)
-        if any(words[i : i + n] == key for i in range(len(words) - n + 1)):
-            return True
-    return False
+    return op in family
 
 
 SAFETY = 4.0
@@ -121,16 +137,16 @@ AMP_CAP = 1e4
 # Op families are matched by whole words of the op's name (``aten.native_layer_norm_backward``
 # -> native, layer, norm, backward; MindSpore's ``LayerNormGrad`` -> layer, norm, grad), never by
 # substring: "elu" is not relu, "exp" not expand, "max" not softmax, "conv" not convert.
-_MATMUL = _family(
+_MATMUL = _Family(
     "mm", "matmul", "mat mul", "linear", "addmm", "bmm", "baddbmm", "addbmm", "einsum", "conv",
     "conv1d", "conv2d", "conv3d", "convolution", "dot", "mv", "addmv", "gemm", "tensordot",
 )  # fmt: skip
-_CENTRING = _family(
+_CENTRING = _Family(
     "layer norm", "batch norm", "group norm", "instance norm", "rms norm", "layernorm",
     "batchnorm", "groupnorm", "rmsnorm", "layer normalization", "batch normalization",
     "group normalization", "instance normalization",
 )  # fmt: skip
-_ADDITIVE = _family(
+_ADDITIVE = _Family(
     "add", "sub", "subtract", "sum", "nansum", "mean", "nanmean", "cumsum", "var", "std", "norm",
     "reduce sum", "reduce mean", "reducesum", "reducemean",
 )  # fmt: skip
@@ -139,11 +155,11 @@ _ADDITIVE_BASES = frozenset(
     {"add", "sub", "sum", "nansum", "mean", "nanmean", "cumsum", "var", "std", "var_mean",
      "std_mean", "norm", "linalg_vector_norm", "frobenius_norm"}
 )  # fmt: skip
-_PIECEWISE = _family(
+_PIECEWISE = _Family(
     "relu", "relu6", "threshold", "max", "min", "amax", "amin", "maximum", "minimum", "hardtanh",
     "clamp", "where", "dropout", "sign", "abs",
 )  # fmt: skip
-_EXPLIKE = _family(
+_EXPLIKE = _Family(
     "exp", "softmax", "sigmoid", "tanh", "silu", "gelu", "elu", "celu", "selu", "erf", "pow",
     "log", "logsumexp", "softplus", "mish", "exp2", "expm1", "log1p", "log2", "log10",
 )  # fmt: skip

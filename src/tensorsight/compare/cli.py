@@ -28,6 +28,8 @@ examples:
   tensorsight compare a/ b/ --executor local:8                 ranks on 8 worker processes
   tensorsight compare a/ b/ --executor dask://sched:8786       on a Dask cluster (tensorsight[dask])
   tensorsight compare a/ b/ --executor ray                     on Ray (tensorsight[ray])
+  torchrun --nproc_per_node=8 -m tensorsight compare a/ b/ --spmd res/   each process its ranks
+  tensorsight compare --merge res/ -o report/                  the one comparison of res/
   tensorsight compare a/ b/ --replay                           confirm the first divergent op
   tensorsight compare a/ b/ -o report/ --open                  then show it in the board
 
@@ -51,8 +53,8 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG,
         formatter_class=_HelpFormatter,
     )
-    p.add_argument("bench", help="reference dump folder (tensorsight or msprobe format)")
-    p.add_argument("target", help="dump folder under test")
+    p.add_argument("bench", nargs="?", help="reference dump folder (tensorsight or msprobe format)")
+    p.add_argument("target", nargs="?", help="dump folder under test")
     p.add_argument("-o", "--output", metavar="OUT", help="folder for the report files")
     p.add_argument(
         "--format",
@@ -90,6 +92,21 @@ def register(subparsers: Any) -> None:
             "where rank pairs run: serial, threads[:N], local[:N] (spawn processes), "
             "dask[:N|://HOST:PORT], ray[:N|://ADDR] (default: threads for several ranks)"
         ),
+    )
+    p.add_argument(
+        "--spmd",
+        default=None,
+        metavar="RESULTS",
+        help=(
+            "launcher mode (torchrun, srun, mpirun): this process compares its block of "
+            "ranks into RESULTS/step=S/rank=R.parquet, skipping pairs already there"
+        ),
+    )
+    p.add_argument(
+        "--merge",
+        default=None,
+        metavar="RESULTS",
+        help="build the one comparison of a --spmd results folder (no BENCH/TARGET)",
     )
     p.add_argument("-j", "--jobs", type=int, default=None, help="threads per rank pair")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary or progress bar")
@@ -159,10 +176,52 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, formats, metrics, bar)
 
 
+def _check_mode(args: argparse.Namespace) -> None:
+    """``--merge`` takes no dumps; every other mode takes both."""
+    from tensorsight.errors import UsageError
+
+    if args.merge is not None:
+        extra = [
+            name
+            for name, given in (
+                ("BENCH/TARGET", args.bench is not None),
+                ("--spmd", args.spmd is not None),
+                ("--executor", args.executor is not None),
+                ("--rank", args.rank is not None),
+                ("--step", args.step is not None),
+                ("--mapping", args.mapping is not None),
+                ("--metrics", args.metrics is not None),
+                ("--profile", args.profile is not None),
+            )
+            if given
+        ]
+        if extra:
+            msg = (
+                f"Option --merge: takes no {extra[0]} (the plan in {args.merge!r} fixes what "
+                "was compared). Expected: tensorsight compare --merge RESULTS [-o OUT]."
+            )
+            raise UsageError(msg)
+        return
+    if args.bench is None or args.target is None:
+        msg = (
+            "compare: needs two dump folders, BENCH and TARGET (or --merge RESULTS). "
+            "Expected: tensorsight compare dumps/fp32 dumps/bf16."
+        )
+        raise UsageError(msg)
+    if args.spmd is not None and (args.executor is not None or args.rank is not None):
+        which = "--executor" if args.executor is not None else "--rank"
+        msg = (
+            f"Option --spmd: cannot be combined with {which} (the launcher decides which "
+            "process compares which ranks). Drop it."
+        )
+        raise UsageError(msg)
+
+
 def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: Any) -> int:
     from tensorsight.compare.engine import compare
     from tensorsight.compare.executors import parse_executor
 
+    _check_mode(args)
     if args.executor is not None:
         parse_executor(args.executor)  # a bad spec fails before any dump is opened
 
@@ -170,25 +229,32 @@ def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: 
         bar.total = total
         bar.advance(done - bar.done)
 
+    if args.spmd is not None:
+        return _run_spmd(args, metrics, bar, progress)
     with bar:
-        result = compare(
-            args.bench,
-            args.target,
-            metrics=metrics,
-            profile=args.profile,
-            mapping=args.mapping,
-            rank=args.rank,
-            step=args.step,
-            progress=progress,
-            jobs=args.jobs,
-            allow_incomplete=args.allow_incomplete,
-            executor=args.executor,
-        )
+        if args.merge is not None:
+            from tensorsight.compare.spmd import merge
+
+            result = merge(args.merge)
+        else:
+            result = compare(
+                args.bench,
+                args.target,
+                metrics=metrics,
+                profile=args.profile,
+                mapping=args.mapping,
+                rank=args.rank,
+                step=args.step,
+                progress=progress,
+                jobs=args.jobs,
+                allow_incomplete=args.allow_incomplete,
+                executor=args.executor,
+            )
     written = _write(result, Path(args.output), formats) if args.output else []
     if not args.quiet:
         print(result.summary())
         if args.replay and result.first_divergence is not None:
-            print(_replay_line(result.first_divergence, args))
+            print(_replay_line(result.first_divergence, result.bench, result.target, args.step))
         for path in written:
             print(f"wrote {path}")
     if args.open:
@@ -203,12 +269,42 @@ def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: 
 NOT_COMPARABLE = 3  # exit code: the runs can be said neither to agree nor to diverge
 
 
-def _replay_line(row: Any, args: argparse.Namespace) -> str:
+def _run_spmd(args: argparse.Namespace, metrics: Any, bar: Any, progress: Any) -> int:
+    """One launched process: compare its ranks into the results folder; 3 if a pair failed."""
+    from tensorsight.compare.spmd import launcher_slot, run_spmd
+
+    slot = launcher_slot()
+    with bar:
+        out = run_spmd(
+            args.bench,
+            args.target,
+            args.spmd,
+            metrics=metrics,
+            profile=args.profile,
+            mapping=args.mapping,
+            step=args.step,
+            jobs=args.jobs,
+            allow_incomplete=args.allow_incomplete,
+            slot=slot,
+            progress=progress if slot.index == 0 else None,
+        )
+    if not args.quiet:
+        print(
+            f"process {slot.index} of {slot.count} ({slot.launcher}): {len(out.written)} rank "
+            f"pairs compared, {len(out.skipped)} already done, {len(out.failed)} failed, in "
+            f"{out.results}; then: tensorsight compare --merge {out.results}"
+        )
+    for m in out.failed:
+        print(f"error: rank {m.rank} not compared: {m.reason}", file=sys.stderr)
+    return NOT_COMPARABLE if out.failed else 0
+
+
+def _replay_line(row: Any, bench: str, target: str, step: int | None) -> str:
     from tensorsight.compare.replay import replay
     from tensorsight.errors import TensorsightError
 
     try:
-        r = replay(row, args.bench, args.target, step=args.step)
+        r = replay(row, bench, target, step=step)
     except TensorsightError as exc:
         return f"replay: not possible: {exc}"
     verdict = (

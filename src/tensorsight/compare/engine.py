@@ -17,7 +17,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,6 @@ from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
-from tensorsight.compare.executors import SerialExecutor, iter_completed, open_executor
 from tensorsight.compare.flow import Origins
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
@@ -50,6 +49,7 @@ from tensorsight.compare.result import (
     OpComparison,
     Verdict,
     attr_name,
+    new_row,
 )
 from tensorsight.dumpformat.reader import Dump, DumpStep, read_dump
 from tensorsight.dumpformat.schema import OpRecord, TensorRecord
@@ -155,6 +155,23 @@ def compare(
         profile=prof if not isinstance(profile, str) and profile is not None else profile,
         mapping=maps,
     )  # fmt: skip
+    return _assemble(bd, td, ranks, step, keys, prof, results, missing, gaps, allow_incomplete)
+
+
+def _assemble(
+    bd: Dump,
+    td: Dump,
+    ranks: Sequence[int],
+    step: int | None,
+    keys: tuple[str, ...],
+    prof: Profile,
+    results: Sequence[PairResult],
+    missing: list[MissingPair],
+    gaps: list[str],
+    allow_incomplete: bool | None,
+) -> Comparison:
+    """The one :class:`Comparison` of the rank pairs' results (``compare`` and ``--merge``):
+    the first divergence across ranks (execution index, then rank), the advice, the gaps."""
     gaps += [g for res in results for g in res.gaps]
     if gaps and not allow_incomplete:
         raise CompareError(_refusal(gaps[0]))
@@ -231,6 +248,10 @@ def _run_pairs(
     if executor is None and len(ranks) == 1:
         task = PairTask(bench, target, ranks[0], jobs=threads, **options)
         return [compare_pair(task, progress)]
+    # only here: the executors import multiprocessing (and with it subprocess, tempfile,
+    # shutil...), a few per cent of a one-rank compare that never uses them
+    from tensorsight.compare.executors import SerialExecutor, iter_completed, open_executor
+
     spec = DEFAULT_EXECUTOR if executor is None else executor
     one_at_a_time = spec == "serial" or isinstance(spec, SerialExecutor)
     per_pair = threads if one_at_a_time else (jobs or 1)
@@ -243,8 +264,13 @@ def _run_pairs(
             else spec
         )
         retry: list[PairTask] = []  # filled by the first round, run once it is over
+        broken = False  # the first round broke the pool (a worker died)
         done = 0
         for final, batch in ((False, tasks), (True, retry)):
+            if final and broken and isinstance(spec, str) and retry:
+                # a pool made here is made again, so the retry does not meet the dead one;
+                # a caller's executor is the caller's to replace
+                ex = stack.enter_context(open_executor(spec, pairs=len(retry)))
             for task, future in iter_completed(ex, compare_pair, batch):
                 try:
                     out[task.rank] = future.result()
@@ -252,6 +278,7 @@ def _run_pairs(
                     raise  # every pair would fail the same way
                 except Exception as exc:  # a pair's failure is part of the result
                     if not final:
+                        broken = broken or isinstance(exc, BrokenExecutor)
                         retry.append(task)  # a worker lost, a file being replaced: once more
                         continue
                     why = f"its task failed, and again when retried ({type(exc).__name__}: {exc})"
@@ -543,45 +570,54 @@ class _Measure:
         t_op = job.pair.target[0] if job.pair.target else None
         ident = b_op or t_op
         assert ident is not None
-        row = OpComparison(
-            index=ident.index,
-            op=ident.op,
-            module_path=ident.module_path,
-            direction=ident.direction,
-            tensor=job.name,
-            shape_bench=b.shape if b else None,
-            shape_target=t.shape if t else None,
-            dtype_bench=b.dtype if b else None,
-            dtype_target=t.dtype if t else None,
-            rank=self.bs.rank,
-            op_target=t_op.op if t_op else None,
-            index_target=t_op.index if t_op else None,
-            match=job.pair.how,
-        )
+        row: dict[str, Any] = {
+            "index": ident.index,
+            "op": ident.op,
+            "module_path": ident.module_path,
+            "direction": ident.direction,
+            "tensor": job.name,
+            "shape_bench": b.shape if b else None,
+            "shape_target": t.shape if t else None,
+            "dtype_bench": b.dtype if b else None,
+            "dtype_target": t.dtype if t else None,
+            "rank": self.bs.rank,
+            "op_target": t_op.op if t_op else None,
+            "index_target": t_op.index if t_op else None,
+            "match": job.pair.how,
+        }
+        # one row object per pair, made once its values are known (new_row: OpComparison's
+        # frozen __init__ was a fifth of the measuring threads' Python)
         if b is None or t is None:
             side = "bench" if b is None else "target"
             reason = job.pair.reason or f"Tensor {job.name} missing on the {side} side."
-            return row.evolve(match="unmatched", reason=reason, mode="none")
+            row.update(match="unmatched", reason=reason, mode="none")
+            return new_row(**row)
         if b.data is not None and t.data is not None:
-            return self._tensor(row, b, t)
+            row["mode"] = "tensor"
+            row.update(self._tensor(b, t))
+            return new_row(**row)
         eq = compare_fingerprints(b.fingerprint, t.fingerprint)
         if b.stats is not None and t.stats is not None:
             s = compare_stats(b.stats, t.stats)
             mode = "statistics" if eq is None else "md5"
-            return row.evolve(mode=mode, fingerprint_equal=eq, **_known(s.values))
+            row.update(mode=mode, fingerprint_equal=eq)
+            row.update(_known(s.values))
+            return new_row(**row)
         if eq is not None:
-            return row.evolve(mode="md5", fingerprint_equal=eq)
-        return row.evolve(mode="none", reason="Neither tensors, statistics nor fingerprints.")
+            row.update(mode="md5", fingerprint_equal=eq)
+            return new_row(**row)
+        row.update(mode="none", reason="Neither tensors, statistics nor fingerprints.")
+        return new_row(**row)
 
-    def _tensor(self, row: OpComparison, b: TensorRecord, t: TensorRecord) -> OpComparison:
+    def _tensor(self, b: TensorRecord, t: TensorRecord) -> dict[str, Any]:
         if b.shape != t.shape:
-            return row.evolve(mode="tensor")
+            return {}
         key = (f"{b.data}|{b.dtype}", f"{t.data}|{t.dtype}")
         values = self.cache.get(key)
         if values is None:
             values = self._measure(b, t)
             self.cache[key] = values
-        return row.evolve(mode="tensor", **values)
+        return values
 
     def _load(self, b: TensorRecord, t: TensorRecord) -> tuple[np.ndarray, np.ndarray]:
         try:

@@ -1,5 +1,8 @@
 """The seam between stored summaries and the board: providers and their result types.
 
+``LandscapeData``, ``PrCurveData`` and ``DataGraph`` are the kinds' own record types
+(``summary/kinds/<kind>.py``), re-exported under the names views use.
+
 Views read only through a :class:`DataProvider`; :class:`LogdirProvider` serves a logdir
 of event files, :class:`InMemoryProvider` data added by calls (tests, notebooks).
 """
@@ -36,13 +39,12 @@ from tensorsight.data.custom_scalars import (
 from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams
-from tensorsight.data.landscapes import LandscapeData
 from tensorsight.data.memory import InMemoryProvider
-from tensorsight.data.pr_curves import PrCurveData
 from tensorsight.data.provider import (
     KINDS,
     SCHEMA_VERSION,
     DataProvider,
+    HistogramArrays,
     HistogramRecord,
     ImageRecord,
     Limits,
@@ -51,6 +53,8 @@ from tensorsight.data.provider import (
     TextRecord,
 )
 from tensorsight.data.tensors import TensorValue
+from tensorsight.summary.kinds.landscape import LandscapeRecord as LandscapeData
+from tensorsight.summary.kinds.pr_curve import PrCurveRecord as PrCurveData
 
 if TYPE_CHECKING:
     from tensorsight.data.logdir import LogdirProvider
@@ -68,6 +72,7 @@ __all__ = [
     "EmbeddingData",
     "EmbeddingEntry",
     "GraphNodeData",
+    "HistogramArrays",
     "HistogramRecord",
     "ImageRecord",
     "InMemoryProvider",

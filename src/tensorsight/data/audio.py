@@ -1,4 +1,4 @@
-"""``AudioClip``: one encoded audio clip at one step (``DataProvider.read_audio``)."""
+"""``AudioClip``: one encoded audio clip at one step (``read_records(run, "audio", tag)``)."""
 
 from __future__ import annotations
 

@@ -139,7 +139,8 @@ class ComparisonStore:
     """The comparisons below ``logdir``; :meth:`reload` picks up new and changed files.
 
     Args:
-        logdir: Folder scanned recursively (hidden folders and symlinks are skipped).
+        logdir: Folder scanned recursively (hidden folders and symlinks are skipped);
+            ``None``: none (a remote logdir, whose comparisons are not read yet).
 
     Example:
         >>> import tempfile
@@ -147,8 +148,9 @@ class ComparisonStore:
         []
     """
 
-    def __init__(self, logdir: str | Path) -> None:
-        self.path = Path(logdir)
+    def __init__(self, logdir: str | Path | None) -> None:
+        # None: a logdir whose comparisons are not scanned (a remote one, so far)
+        self.path = Path(logdir) if logdir is not None else None
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
         self.reload()
@@ -156,7 +158,7 @@ class ComparisonStore:
     # ------------------------------------------------------------------ scanning
     def _scan(self) -> dict[str, Path]:
         found: dict[str, Path] = {}
-        if not self.path.is_dir():
+        if self.path is None or not self.path.is_dir():
             return found
         for folder, dirs, files in os.walk(self.path):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -323,7 +325,8 @@ class ComparisonStore:
         if raw.is_absolute():
             candidates = [raw]
         else:
-            candidates = [entry.path.parent / raw, self.path / raw, Path.cwd() / raw]
+            root = [self.path / raw] if self.path is not None else []
+            candidates = [entry.path.parent / raw, *root, Path.cwd() / raw]
         return next((c for c in candidates if c.is_dir()), None)
 
     def detail(self, name: str, position: int, limits: DetailLimits | None = None) -> OpDetail:

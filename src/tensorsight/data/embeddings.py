@@ -1,4 +1,4 @@
-"""Embedding projector result types (``DataProvider.read_embeddings`` / ``load_embedding``).
+"""Embedding projector result types (``read_records(run, "embeddings", tag)`` / ``load_embedding``).
 
 The listing (:class:`EmbeddingEntry`) carries no paths: views never see files. The loaded
 matrix (:class:`EmbeddingData`) is read on demand, since one can take hundreds of MB.

@@ -4,6 +4,7 @@ These are what :meth:`DataProvider.read_graph` and :meth:`DataProvider.read_data
 return. They do not depend on the file format the graph came from: a graph written by
 ``SummaryWriter.add_graph`` (ATen ops with module scopes, shapes and dtypes), a TensorBoard
 ``GraphDef`` from torch or tensorboardX, a MindSpore ANF graph, or an ONNX model file.
+``DataGraph`` is the ``data_graphs`` kind's own record type (``summary/kinds/data_graph.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from tensorsight.summary.kinds.data_graph import DataGraphRecord as DataGraph
 
 __all__ = ["DataGraph", "GraphNodeData", "ModelGraph"]
 
@@ -74,22 +77,3 @@ class ModelGraph:
     error: str = ""
 
     SCHEMA_VERSION = 2
-
-
-@dataclass(frozen=True, eq=False)
-class DataGraph:
-    """One data-pipeline graph (``add_data_graph`` or a MindSpore lineage dataset graph).
-
-    Attributes:
-        step: Step it was written at.
-        wall_time: Seconds since the epoch.
-        nodes: ``{"id", "type", "label", "params"}`` objects (see docs/formats/summaries.md).
-        edges: ``(source id, target id)`` pairs in the direction data flows.
-    """
-
-    step: int
-    wall_time: float
-    nodes: tuple[Mapping[str, Any], ...]
-    edges: tuple[tuple[str, str], ...]
-
-    SCHEMA_VERSION = 1

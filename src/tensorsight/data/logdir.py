@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tensorsight.data._downsample import evenly_spaced
 from tensorsight.data.audio import AudioClip
 from tensorsight.data.custom_scalars import ScalarLayout
 from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
-from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
+from tensorsight.data.graphs import GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams, fold_hparams_runs, merge_hparams
-from tensorsight.data.landscapes import LandscapeData
-from tensorsight.data.pr_curves import PrCurveData
 from tensorsight.data.provider import (
+    KINDS,
     DataProvider,
+    HistogramArrays,
     HistogramRecord,
     ImageRecord,
     Limits,
@@ -35,6 +36,7 @@ from tensorsight.data.provider import (
 )
 from tensorsight.data.tensors import TensorValue
 from tensorsight.summary.kinds.custom_scalars_decode import CONFIG_TAG, decode_layout
+from tensorsight.summary.kinds.landscape import LandscapeRecord
 
 if TYPE_CHECKING:
     from tensorsight.data.comparisons import ComparisonStore
@@ -58,6 +60,30 @@ def _text(record: Any) -> str:
     return str(record.text)
 
 
+def _readonly(a: Any) -> NDArray[np.float64]:
+    """A read-only float64 view of a stored array (a copy only if it is another dtype)."""
+    out = np.asarray(a, dtype=np.float64).view()
+    out.flags.writeable = False
+    return out
+
+
+def _histogram_arrays(r: Any) -> HistogramArrays:
+    """A stored histogram with its buckets as they are stored (read-only, no conversion)."""
+    return HistogramArrays(
+        step=int(r.step),
+        wall_time=float(r.wall_time),
+        edges=_readonly(r.edges),
+        counts=_readonly(r.counts),
+        min=_opt(r.min),
+        max=_opt(r.max),
+        num=_opt(r.num),
+        sum=_opt(r.sum),
+        nan_count=r.nan_count,
+        pos_inf_count=r.pos_inf_count,
+        neg_inf_count=r.neg_inf_count,
+    )
+
+
 def _histogram(r: Any) -> HistogramRecord:
     """The data layer's record of one stored histogram (its buckets as Python floats)."""
     return HistogramRecord(
@@ -76,6 +102,74 @@ def _histogram(r: Any) -> HistogramRecord:
         pos_inf_count=r.pos_inf_count,
         neg_inf_count=r.neg_inf_count,
     )
+
+
+def _images(records: Sequence[Any], limits: Limits) -> list[ImageRecord]:
+    max_bytes = limits.max_blob_bytes
+    return [
+        ImageRecord(
+            step=int(r.step),
+            wall_time=float(r.wall_time),
+            index=int(r.index),
+            width=int(r.width),
+            height=int(r.height),
+            data=bytes(r.encoded),
+            mime_type=_MIME.get(r.format, "application/octet-stream"),
+        )
+        for r in records
+        if max_bytes is None or len(r.encoded) <= max_bytes
+    ]
+
+
+def _tensor(r: Any) -> TensorValue:
+    numeric = r.dtype == "bfloat16" or r.dtype.startswith("float")
+    values = r.to_float32() if numeric else r.data
+    return TensorValue.from_array(r.step, r.wall_time, values, r.dtype)
+
+
+def _audio(records: Sequence[Any], limits: Limits) -> list[AudioClip]:
+    max_bytes = limits.max_blob_bytes
+    return [
+        AudioClip(
+            int(r.step),
+            float(r.wall_time),
+            int(r.index),
+            bytes(r.encoded),
+            float(r.sample_rate),
+            str(r.content_type or "audio/wav"),
+            str(r.label),
+        )
+        for r in records
+        if max_bytes is None or len(r.encoded) <= max_bytes
+    ]
+
+
+def _embeddings(records: Sequence[Any], limits: Limits) -> list[EmbeddingEntry]:
+    by_step = {r.step: r for r in sorted(records, key=lambda r: r.step)}  # newest of a step
+    return [
+        EmbeddingEntry(r.step, r.tensor_name, r.metadata_path is not None, r.sprite_dim)
+        for r in by_step.values()
+    ]
+
+
+def _as_stored(records: Sequence[Any], limits: Limits) -> list[Any]:
+    return list(records)
+
+
+#: Kind -> stored records -> what ``read_records`` serves (see ``tensorsight.data.provider``);
+#: a kind not listed is served as its own frozen record type (``_as_stored``).
+_SERVE: dict[str, Callable[[Sequence[Any], Limits], list[Any]]] = {
+    "histograms": lambda rs, _: [_histogram(r) for r in rs],
+    "images": _images,
+    "text": lambda rs, _: [TextRecord(int(r.step), float(r.wall_time), _text(r)) for r in rs],
+    "tensors": lambda rs, _: [_tensor(r) for r in rs],
+    "audio": _audio,
+    "landscapes": lambda rs, _: [
+        LandscapeRecord.from_arrays(r.step, r.wall_time, r.x, r.y, r.values, r.path, r.metadata)
+        for r in rs
+    ],  # read-only copies
+    "embeddings": _embeddings,
+}
 
 
 class LogdirProvider(DataProvider):
@@ -107,24 +201,15 @@ class LogdirProvider(DataProvider):
         progress: Callable[[int], None] | None = None,
         read: bool = True,
     ) -> None:
+        from tensorsight.summary._fs import is_remote
         from tensorsight.summary.logdir import Logdir
 
-        self.path = Path(logdir)
+        # a URL (s3://...) stays a string: Path would fold its "//"
+        self.path: str | Path = logdir if is_remote(str(logdir)) else Path(logdir)
         self._limits = limits or Limits()
         self._lock = threading.RLock()  # queries, and the reload's changes to what they read
         self._reload_lock = threading.Lock()
-        self._caps = {
-            kind: cap
-            for kind, cap in (
-                ("scalars", self._limits.max_points_per_scalar),
-                ("histograms", self._limits.max_records_per_histogram),
-                ("images", self._limits.max_records_per_image),
-                ("text", self._limits.max_records_per_text),
-                ("pr_curves", self._limits.max_records_per_pr_curve),
-                ("audio", self._limits.max_records_per_audio),
-            )
-            if cap is not None
-        }
+        self._caps = self._limits.per_kind()
         # the reader enforces the per-tag caps while ingesting (newest kept)
         self._logdir = Logdir(self.path, max_points=self._caps)
         self._loading = not read
@@ -188,7 +273,7 @@ class LogdirProvider(DataProvider):
         """How many values the stored run ``run`` holds of ``tag``."""
         if kind == "scalars":
             return len(self._logdir.scalars(run, tag))
-        return len(getattr(self._logdir, kind)(run, tag))
+        return len(self._logdir.records(run, kind, tag))
 
     def _src(self, run: str, kind: str, tag: str) -> str:
         """The stored run that holds ``tag`` of a shown (possibly folded) run."""
@@ -269,10 +354,24 @@ class LogdirProvider(DataProvider):
             s = self._logdir.scalars(self._src(run, "scalars", tag), tag)
         return ScalarSeries(run, tag, s.steps, s.wall_times, s.values)
 
-    def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
+    def _stored(self, run: str, kind: str, tag: str) -> list[Any]:
+        """The reader's records of a shown run's tag; KeyError when there are none."""
+        from tensorsight.errors import UsageError
+
         with self._lock:
-            records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
-        return [_histogram(r) for r in records]
+            try:
+                return self._logdir.records(self._src(run, kind, tag), kind, tag)
+            except UsageError:
+                raise KeyError(tag) from None
+
+    def read_records(self, run: str, kind: str, tag: str) -> list[Any]:
+        serve = _SERVE.get(kind)
+        if serve is None:
+            if kind not in KINDS or kind in ("scalars", "graphs", "custom_scalars"):
+                raise KeyError(kind)  # read through their own methods
+            serve = _as_stored  # a kind whose own record type is what views need
+
+        return serve(self._stored(run, kind, tag), self._limits)
 
     def sample_histograms(
         self, run: str, tag: str, limit: int
@@ -281,28 +380,13 @@ class LogdirProvider(DataProvider):
             records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
         return len(records), [_histogram(records[i]) for i in evenly_spaced(len(records), limit)]
 
-    def read_images(self, run: str, tag: str) -> list[ImageRecord]:
+    def sample_histogram_arrays(
+        self, run: str, tag: str, limit: int
+    ) -> tuple[int, list[HistogramArrays]]:
         with self._lock:
-            records = list(self._logdir.images(self._src(run, "images", tag), tag))
-        max_bytes = self._limits.max_blob_bytes
-        return [
-            ImageRecord(
-                step=int(r.step),
-                wall_time=float(r.wall_time),
-                index=int(r.index),
-                width=int(r.width),
-                height=int(r.height),
-                data=bytes(r.encoded),
-                mime_type=_MIME.get(r.format, "application/octet-stream"),
-            )
-            for r in records
-            if max_bytes is None or len(r.encoded) <= max_bytes
-        ]
-
-    def read_text(self, run: str, tag: str) -> list[TextRecord]:
-        with self._lock:
-            records = list(self._logdir.text(self._src(run, "text", tag), tag))
-        return [TextRecord(int(r.step), float(r.wall_time), _text(r)) for r in records]
+            records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
+        kept = evenly_spaced(len(records), limit)
+        return len(records), [_histogram_arrays(records[i]) for i in kept]
 
     def read_graph(self, run: str, tag: str) -> ModelGraph:
         from tensorsight.errors import UsageError
@@ -336,118 +420,12 @@ class LogdirProvider(DataProvider):
         cache[key] = graph
         return graph
 
-    def read_tensors(self, run: str, tag: str) -> list[TensorValue]:
-        from tensorsight.errors import UsageError
-
-        with self._lock:
-            try:
-                records = list(self._logdir.tensors(self._src(run, "tensors", tag), tag))
-            except UsageError:
-                raise KeyError(tag) from None
-        out = []
-        for r in records:
-            numeric = r.dtype == "bfloat16" or r.dtype.startswith("float")
-            values = r.to_float32() if numeric else r.data
-            out.append(TensorValue.from_array(r.step, r.wall_time, values, r.dtype))
-        return out
-
-    def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
-        from tensorsight.errors import UsageError
-
-        with self._lock:
-            try:
-                records = list(self._logdir.data_graphs(self._src(run, "data_graphs", tag), tag))
-            except UsageError:
-                raise KeyError(tag) from None
-        return [
-            DataGraph(int(r.step), float(r.wall_time), tuple(r.nodes), tuple(r.edges))
-            for r in records
-        ]
-
-    def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
-        from tensorsight.errors import UsageError
-
-        with self._lock:
-            try:
-                records = list(self._logdir.landscapes(self._src(run, "landscapes", tag), tag))
-            except UsageError:
-                raise KeyError(tag) from None
-        return [
-            LandscapeData.from_arrays(
-                r.step, r.wall_time, r.x, r.y, r.values, r.path, dict(r.metadata)
-            )
-            for r in records
-        ]
-
-    def read_pr_curves(self, run: str, tag: str) -> list[PrCurveData]:
-        from tensorsight.errors import UsageError
-
-        with self._lock:
-            try:
-                records = list(self._logdir.pr_curves(self._src(run, "pr_curves", tag), tag))
-            except UsageError:
-                raise KeyError(tag) from None
-        return [
-            PrCurveData(
-                int(r.step),
-                float(r.wall_time),
-                r.thresholds,
-                r.true_positives,
-                r.false_positives,
-                r.true_negatives,
-                r.false_negatives,
-                r.precision,
-                r.recall,
-            )
-            for r in records
-        ]
-
-    def read_audio(self, run: str, tag: str) -> list[AudioClip]:
-        from tensorsight.errors import UsageError
-
-        with self._lock:
-            try:
-                records = list(self._logdir.audio(self._src(run, "audio", tag), tag))
-            except UsageError:
-                raise KeyError(tag) from None
-        max_bytes = self._limits.max_blob_bytes
-        return [
-            AudioClip(
-                int(r.step),
-                float(r.wall_time),
-                int(r.index),
-                bytes(r.encoded),
-                float(r.sample_rate),
-                str(r.content_type or "audio/wav"),
-                str(r.label),
-            )
-            for r in records
-            if max_bytes is None or len(r.encoded) <= max_bytes
-        ]
-
-    def _embedding_records(self, run: str, tag: str) -> list[Any]:
-        from tensorsight.errors import UsageError
-
-        with self._lock:
-            try:
-                return list(self._logdir.embeddings(self._src(run, "embeddings", tag), tag))
-            except UsageError:
-                raise KeyError(tag) from None
-
     def _embedding_record(self, run: str, tag: str, step: int) -> Any:
-        found = [r for r in self._embedding_records(run, tag) if r.step == step]
+        found = [r for r in self._stored(run, "embeddings", tag) if r.step == step]
         if not found:
             msg = f"{tag}@{step}"
             raise KeyError(msg)
         return found[-1]
-
-    def read_embeddings(self, run: str, tag: str) -> list[EmbeddingEntry]:
-        records = sorted(self._embedding_records(run, tag), key=lambda r: r.step)
-        by_step = {r.step: r for r in records}  # the newest entry of a step wins
-        return [
-            EmbeddingEntry(r.step, r.tensor_name, r.metadata_path is not None, r.sprite_dim)
-            for r in by_step.values()
-        ]
 
     def load_embedding(self, run: str, tag: str, step: int) -> EmbeddingData:
         from tensorsight.summary import _fs
@@ -507,9 +485,8 @@ class LogdirProvider(DataProvider):
             if info is None or CONFIG_TAG not in info.tags.get("custom_scalars", ()):
                 raise KeyError(run)
             try:
-                records = self._logdir.tensors(
-                    self._src(run, "custom_scalars", CONFIG_TAG), CONFIG_TAG
-                )
+                src = self._src(run, "custom_scalars", CONFIG_TAG)
+                records = self._logdir.records(src, "tensors", CONFIG_TAG)
             except UsageError:
                 raise KeyError(run) from None
         for record in reversed(records):  # the newest layout that decodes
@@ -531,7 +508,9 @@ class LogdirProvider(DataProvider):
             records = []
             try:
                 for tag in tags:
-                    records.extend(self._logdir.hparams(self._src(run, "hparams", tag), tag))
+                    records.extend(
+                        self._logdir.records(self._src(run, "hparams", tag), "hparams", tag)
+                    )
             except UsageError:
                 raise KeyError(run) from None
         merged = merge_hparams(run, records)
@@ -546,6 +525,7 @@ class LogdirProvider(DataProvider):
         with self._lock:
             store: ComparisonStore | None = self.__dict__.get("_comparisons")
             if store is None:
-                store = ComparisonStore(self.path)
+                # comparison results are found in local logdirs only (not yet remote ones)
+                store = ComparisonStore(Path(self.path) if isinstance(self.path, Path) else None)
                 self.__dict__["_comparisons"] = store
             return store

@@ -13,8 +13,6 @@ from tensorsight.data.custom_scalars import ScalarLayout
 from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import DataGraph, ModelGraph
 from tensorsight.data.hparams import RunHParams
-from tensorsight.data.landscapes import LandscapeData
-from tensorsight.data.pr_curves import PrCurveData
 from tensorsight.data.provider import (
     DataProvider,
     HistogramRecord,
@@ -25,6 +23,8 @@ from tensorsight.data.provider import (
     TextRecord,
 )
 from tensorsight.data.tensors import TensorValue
+from tensorsight.summary.kinds.landscape import LandscapeRecord as LandscapeData
+from tensorsight.summary.kinds.pr_curve import PrCurveRecord as PrCurveData
 
 __all__ = ["InMemoryProvider"]
 
@@ -43,10 +43,8 @@ class InMemoryProvider(DataProvider):
         self._limits = limits or Limits()
         self._lock = threading.Lock()
         self._scalars: dict[tuple[str, str], ScalarSeries] = {}
-        self._hist: dict[tuple[str, str], list[HistogramRecord]] = {}
-        self._images: dict[tuple[str, str], list[ImageRecord]] = {}
-        self._text: dict[tuple[str, str], list[TextRecord]] = {}
-        self._models: dict[tuple[str, str, str], Any] = {}  # graphs, tensors, data graphs
+        self._records: dict[tuple[str, str, str], list[Any]] = {}  # (kind, run, tag)
+        self._models: dict[tuple[str, str, str], Any] = {}  # graphs, layouts, hparams, embeddings
         self._tags: dict[str, dict[str, list[str]]] = {}
         self._times: dict[str, tuple[float, float]] = {}
         self._generation = 0
@@ -68,6 +66,21 @@ class InMemoryProvider(DataProvider):
             old = self._times.get(run)
             self._times[run] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
         self._generation += 1
+
+    def add_record(self, run: str, kind: str, tag: str, record: Any) -> None:
+        """Append one record of ``kind`` (its ``read_records`` type, see ``data.provider``)."""
+        with self._lock:
+            self._records.setdefault((kind, run, tag), []).append(record)
+            self._touch(run, kind, tag, [record.wall_time])
+
+    def read_records(self, run: str, kind: str, tag: str) -> list[Any]:
+        if kind == "embeddings":
+            found = self._models[("embeddings", run, tag)]
+            return [
+                EmbeddingEntry(step, d.tensor_name, bool(d.columns), d.sprite_dim)
+                for step, (d, _) in sorted(found.items())
+            ]
+        return list(self._records[(kind, run, tag)])
 
     def add_scalars(
         self,
@@ -93,21 +106,15 @@ class InMemoryProvider(DataProvider):
 
     def add_histogram(self, run: str, tag: str, record: HistogramRecord) -> None:
         """Append one histogram record."""
-        with self._lock:
-            self._hist.setdefault((run, tag), []).append(record)
-            self._touch(run, "histograms", tag, [record.wall_time])
+        self.add_record(run, "histograms", tag, record)
 
     def add_image(self, run: str, tag: str, record: ImageRecord) -> None:
         """Append one image record."""
-        with self._lock:
-            self._images.setdefault((run, tag), []).append(record)
-            self._touch(run, "images", tag, [record.wall_time])
+        self.add_record(run, "images", tag, record)
 
     def add_text(self, run: str, tag: str, record: TextRecord) -> None:
         """Append one text record."""
-        with self._lock:
-            self._text.setdefault((run, tag), []).append(record)
-            self._touch(run, "text", tag, [record.wall_time])
+        self.add_record(run, "text", tag, record)
 
     def list_runs(self) -> list[RunInfo]:
         with self._lock:
@@ -127,15 +134,6 @@ class InMemoryProvider(DataProvider):
     def read_scalars(self, run: str, tag: str) -> ScalarSeries:
         return self._scalars[(run, tag)]
 
-    def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
-        return list(self._hist[(run, tag)])
-
-    def read_images(self, run: str, tag: str) -> list[ImageRecord]:
-        return list(self._images[(run, tag)])
-
-    def read_text(self, run: str, tag: str) -> list[TextRecord]:
-        return list(self._text[(run, tag)])
-
     def add_graph(self, graph: ModelGraph) -> None:
         """Set the computational graph ``graph.tag`` of run ``graph.run``."""
         with self._lock:
@@ -144,21 +142,15 @@ class InMemoryProvider(DataProvider):
 
     def add_tensor(self, run: str, tag: str, value: TensorValue) -> None:
         """Append one tensor record (see :meth:`TensorValue.from_array`)."""
-        with self._lock:
-            self._models.setdefault(("tensors", run, tag), []).append(value)
-            self._touch(run, "tensors", tag, [value.wall_time])
+        self.add_record(run, "tensors", tag, value)
 
     def add_data_graph(self, run: str, tag: str, graph: DataGraph) -> None:
         """Append one data-pipeline graph."""
-        with self._lock:
-            self._models.setdefault(("data_graphs", run, tag), []).append(graph)
-            self._touch(run, "data_graphs", tag, [graph.wall_time])
+        self.add_record(run, "data_graphs", tag, graph)
 
     def add_landscape(self, run: str, tag: str, landscape: LandscapeData) -> None:
         """Append one loss landscape (see :meth:`LandscapeData.from_arrays`)."""
-        with self._lock:
-            self._models.setdefault(("landscapes", run, tag), []).append(landscape)
-            self._touch(run, "landscapes", tag, [landscape.wall_time])
+        self.add_record(run, "landscapes", tag, landscape)
 
     def add_hparams(self, hparams: RunHParams) -> None:
         """Set the hyperparameters of ``hparams.run`` (listed under the hparams kind)."""
@@ -168,15 +160,11 @@ class InMemoryProvider(DataProvider):
 
     def add_pr_curve(self, run: str, tag: str, curve: PrCurveData) -> None:
         """Append one PR curve."""
-        with self._lock:
-            self._models.setdefault(("pr_curves", run, tag), []).append(curve)
-            self._touch(run, "pr_curves", tag, [curve.wall_time])
+        self.add_record(run, "pr_curves", tag, curve)
 
     def add_audio(self, run: str, tag: str, clip: AudioClip) -> None:
         """Append one audio clip."""
-        with self._lock:
-            self._models.setdefault(("audio", run, tag), []).append(clip)
-            self._touch(run, "audio", tag, [clip.wall_time])
+        self.add_record(run, "audio", tag, clip)
 
     def add_embedding(
         self, run: str, tag: str, data: EmbeddingData, sprite: tuple[bytes, str] | None = None
@@ -187,13 +175,6 @@ class InMemoryProvider(DataProvider):
             found = self._models.setdefault(("embeddings", run, tag), {})
             found[data.step] = (data, sprite)
             self._touch(run, "embeddings", tag, [])
-
-    def read_embeddings(self, run: str, tag: str) -> list[EmbeddingEntry]:
-        found = self._models[("embeddings", run, tag)]
-        return [
-            EmbeddingEntry(step, d.tensor_name, bool(d.columns), d.sprite_dim)
-            for step, (d, _) in sorted(found.items())
-        ]
 
     def load_embedding(self, run: str, tag: str, step: int) -> EmbeddingData:
         data: EmbeddingData = self._models[("embeddings", run, tag)][step][0]
@@ -211,12 +192,6 @@ class InMemoryProvider(DataProvider):
             self._models[("custom_scalars", run, "")] = layout
             self._touch(run, "custom_scalars", "custom_scalars__config__", [])
 
-    def read_pr_curves(self, run: str, tag: str) -> list[PrCurveData]:
-        return list(self._models[("pr_curves", run, tag)])
-
-    def read_audio(self, run: str, tag: str) -> list[AudioClip]:
-        return list(self._models[("audio", run, tag)])
-
     def read_scalar_layout(self, run: str) -> ScalarLayout:
         found: ScalarLayout = self._models[("custom_scalars", run, "")]
         return found
@@ -228,12 +203,3 @@ class InMemoryProvider(DataProvider):
     def read_graph(self, run: str, tag: str) -> ModelGraph:
         graph: ModelGraph = self._models[("graphs", run, tag)]
         return graph
-
-    def read_tensors(self, run: str, tag: str) -> list[TensorValue]:
-        return list(self._models[("tensors", run, tag)])
-
-    def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
-        return list(self._models[("data_graphs", run, tag)])
-
-    def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
-        return list(self._models[("landscapes", run, tag)])

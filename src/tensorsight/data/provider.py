@@ -8,7 +8,32 @@ Keys:
     * a *run* is the folder holding event files, relative to the logdir (``"."`` for the
       logdir itself);
     * a *tag* names one series of one kind inside a run;
-    * a *kind* is one of :data:`KINDS` (``scalars``, ``histograms``, ``images``, ``text``, ...).
+    * a *kind* is one of :data:`KINDS` (``scalars``, ``histograms``, ``images``, ``text``, ...):
+      the reader's kinds (``tensorsight.summary.kinds.KINDS``, one module per kind) plus
+      ``custom_scalars``.
+
+Records:
+    :meth:`DataProvider.read_scalars` returns a tag's arrays (the hot path);
+    :meth:`DataProvider.read_records` returns any other kind's records of a tag, in step
+    order. The record type of each kind:
+
+    ================  ==========================================================
+    ``histograms``    :class:`HistogramRecord` (buckets as tuples of floats)
+    ``images``        :class:`ImageRecord`
+    ``text``          :class:`TextRecord`
+    ``tensors``       :class:`~tensorsight.data.TensorValue` (low precision widened)
+    ``audio``         :class:`~tensorsight.data.AudioClip`
+    ``pr_curves``     ``PrCurveData``, the kind's own ``PrCurveRecord``
+    ``landscapes``    ``LandscapeData``, the kind's own ``LandscapeRecord``
+    ``data_graphs``   ``DataGraph``, the kind's own ``DataGraphRecord``
+    ``embeddings``    :class:`~tensorsight.data.EmbeddingEntry` (no paths)
+    ================  ==========================================================
+
+    The kinds whose stored record is what a view needs are served as that record type
+    (defined once, in ``summary/kinds/<kind>.py``); the others have a served form here
+    because it differs: buckets as Python floats for JSON, media types instead of format
+    names, widened floats, no file paths. Graphs, hparams, custom-scalar layouts and
+    embedding matrices are read through their own methods (one object per run or step).
 
 Resolution and downsampling:
     Providers keep every point they were allowed to keep (see :class:`Limits`; whatever a
@@ -26,8 +51,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,14 +64,16 @@ if TYPE_CHECKING:
     from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
     from tensorsight.data.graphs import DataGraph, ModelGraph
     from tensorsight.data.hparams import RunHParams
-    from tensorsight.data.landscapes import LandscapeData
-    from tensorsight.data.pr_curves import PrCurveData
     from tensorsight.data.tensors import TensorValue
+    from tensorsight.summary.kinds.landscape import LandscapeRecord as LandscapeData
+    from tensorsight.summary.kinds.pr_curve import PrCurveRecord as PrCurveData
 
 __all__ = [
     "KINDS",
+    "RECORD_LIMITS",
     "SCHEMA_VERSION",
     "DataProvider",
+    "HistogramArrays",
     "HistogramRecord",
     "ImageRecord",
     "Limits",
@@ -57,21 +84,29 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 
-KINDS: tuple[str, ...] = (
-    "scalars",
-    "histograms",
-    "images",
-    "audio",
-    "text",
-    "tensors",
-    "pr_curves",
-    "hparams",
-    "graphs",
-    "landscapes",
-    "data_graphs",
-    "custom_scalars",
-    "embeddings",
-)
+
+def _kinds() -> tuple[str, ...]:
+    from tensorsight.summary.kinds import KINDS as READER_KINDS
+
+    names = list(READER_KINDS.names())
+    # custom-scalar layouts are stored as a tensor; the board lists them as their own kind
+    names.insert(names.index("data_graphs") + 1, "custom_scalars")
+    return tuple(names)
+
+
+#: Every kind a provider may list, in tab order.
+KINDS: tuple[str, ...] = _kinds()
+
+#: Kind -> the :class:`Limits` field that caps its values per tag (the one table of caps;
+#: kinds not listed are uncapped).
+RECORD_LIMITS: Mapping[str, str] = {
+    "scalars": "max_points_per_scalar",
+    "histograms": "max_records_per_histogram",
+    "images": "max_records_per_image",
+    "text": "max_records_per_text",
+    "pr_curves": "max_records_per_pr_curve",
+    "audio": "max_records_per_audio",
+}
 
 
 @dataclass(frozen=True)
@@ -79,8 +114,9 @@ class Limits:
     """Memory bounds of a provider; ``None`` means "no limit".
 
     The per-tag caps are applied while reading (the newest values are kept), so they bound
-    memory; every run lists in :attr:`RunInfo.dropped` how many tags hit a cap, and the
-    board shows it. Scalars are uncapped by default: full resolution is the point.
+    memory; which field caps which kind is :data:`RECORD_LIMITS` (:meth:`per_kind`). Every
+    run lists in :attr:`RunInfo.dropped` how many tags hit a cap, and the board shows it.
+    Scalars are uncapped by default: full resolution is the point.
 
     Attributes:
         max_tags_per_run: Tags shown per run and kind (in sorted order); the rest are hidden
@@ -105,16 +141,12 @@ class Limits:
 
     def to_json(self) -> dict[str, int | None]:
         """The limits as a JSON object (the board shows them in its footer)."""
-        return {
-            "max_tags_per_run": self.max_tags_per_run,
-            "max_points_per_scalar": self.max_points_per_scalar,
-            "max_records_per_histogram": self.max_records_per_histogram,
-            "max_records_per_image": self.max_records_per_image,
-            "max_records_per_text": self.max_records_per_text,
-            "max_records_per_pr_curve": self.max_records_per_pr_curve,
-            "max_records_per_audio": self.max_records_per_audio,
-            "max_blob_bytes": self.max_blob_bytes,
-        }
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def per_kind(self) -> dict[str, int]:
+        """Kind -> most values kept per tag, from :data:`RECORD_LIMITS` (uncapped left out)."""
+        caps = ((kind, getattr(self, name)) for kind, name in RECORD_LIMITS.items())
+        return {kind: cap for kind, cap in caps if cap is not None}
 
 
 @dataclass(frozen=True)
@@ -197,6 +229,42 @@ class HistogramRecord:
     SCHEMA_VERSION = SCHEMA_VERSION
 
 
+@dataclass(frozen=True, eq=False)
+class HistogramArrays:
+    """A :class:`HistogramRecord` whose ``edges`` and ``counts`` are float64 arrays (read-only;
+    no Python float per bucket): what the board encodes. Other fields as there."""
+
+    step: int
+    wall_time: float
+    edges: NDArray[np.float64]
+    counts: NDArray[np.float64]
+    min: float | None = None
+    max: float | None = None
+    num: float | None = None
+    sum: float | None = None
+    nan_count: int | None = None
+    pos_inf_count: int | None = None
+    neg_inf_count: int | None = None
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+
+def _arrays(r: HistogramRecord) -> HistogramArrays:
+    return HistogramArrays(
+        step=r.step,
+        wall_time=r.wall_time,
+        edges=np.asarray(r.edges, dtype=np.float64),
+        counts=np.asarray(r.counts, dtype=np.float64),
+        min=r.min,
+        max=r.max,
+        num=r.num,
+        sum=r.sum,
+        nan_count=r.nan_count,
+        pos_inf_count=r.pos_inf_count,
+        neg_inf_count=r.neg_inf_count,
+    )
+
+
 @dataclass(frozen=True)
 class ImageRecord:
     """One encoded image at one step (``index`` orders several images of one step)."""
@@ -226,8 +294,9 @@ class TextRecord:
 class DataProvider(abc.ABC):
     """Read-only access to runs and their series; the only thing views talk to.
 
-    Subclasses implement the abstract methods; unknown runs or tags raise
-    :class:`KeyError` with the name (the board turns it into a 404).
+    Subclasses implement :meth:`list_runs`, :meth:`read_scalars` and :meth:`read_records`
+    (plus the per-run methods they offer); unknown runs or tags raise :class:`KeyError` with
+    the name (the board turns it into a 404).
     """
 
     @property
@@ -269,9 +338,16 @@ class DataProvider(abc.ABC):
     def read_scalars(self, run: str, tag: str) -> ScalarSeries:
         """The full-resolution scalar series."""
 
-    @abc.abstractmethod
+    def read_records(self, run: str, kind: str, tag: str) -> list[Any]:
+        """The records of ``tag`` of ``kind`` in step order, as the kind's record type (see
+        the module docstring); :class:`KeyError` when the provider has no such tag (the
+        default: it serves no records). Providers implement this one method for every
+        record kind, with the caps of :meth:`Limits.per_kind` applied."""
+        raise KeyError(tag)
+
     def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
-        """Histogram records in step order."""
+        """Histogram records in step order (``read_records(run, "histograms", tag)``)."""
+        return self.read_records(run, "histograms", tag)
 
     def sample_histograms(
         self, run: str, tag: str, limit: int
@@ -288,41 +364,50 @@ class DataProvider(abc.ABC):
         records = self.read_histograms(run, tag)
         return len(records), [records[i] for i in evenly_spaced(len(records), limit)]
 
-    @abc.abstractmethod
+    def sample_histogram_arrays(
+        self, run: str, tag: str, limit: int
+    ) -> tuple[int, list[HistogramArrays]]:
+        """:meth:`sample_histograms` with the buckets as arrays. The default converts its
+        records; a provider that stores arrays overrides it to hand them over as they are."""
+        total, records = self.sample_histograms(run, tag, limit)
+        return total, [_arrays(r) for r in records]
+
+    # Per-kind names of read_records, kept for callers; providers implement read_records.
     def read_images(self, run: str, tag: str) -> list[ImageRecord]:
         """Image records in step order."""
+        return self.read_records(run, "images", tag)
 
-    @abc.abstractmethod
     def read_text(self, run: str, tag: str) -> list[TextRecord]:
         """Text records in step order."""
-
-    # Model views (graphs, tensors, data pipelines): optional, KeyError when not offered.
-    def read_graph(self, run: str, tag: str) -> ModelGraph:
-        """The computational graph ``tag`` of ``run``."""
-        raise KeyError(tag)
+        return self.read_records(run, "text", tag)
 
     def read_tensors(self, run: str, tag: str) -> list[TensorValue]:
         """Tensor records of a tag in step order."""
-        raise KeyError(tag)
+        return self.read_records(run, "tensors", tag)
 
     def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
         """Data-pipeline graphs of a tag in step order."""
-        raise KeyError(tag)
+        return self.read_records(run, "data_graphs", tag)
 
     def read_landscapes(self, run: str, tag: str) -> list[LandscapeData]:
         """Loss landscapes of a tag in step order."""
-        raise KeyError(tag)
+        return self.read_records(run, "landscapes", tag)
 
     def read_pr_curves(self, run: str, tag: str) -> list[PrCurveData]:
         """PR curves of a tag in step order."""
-        raise KeyError(tag)
+        return self.read_records(run, "pr_curves", tag)
 
     def read_audio(self, run: str, tag: str) -> list[AudioClip]:
         """Audio clips of a tag in step order."""
-        raise KeyError(tag)
+        return self.read_records(run, "audio", tag)
 
     def read_embeddings(self, run: str, tag: str) -> list[EmbeddingEntry]:
         """The projector embeddings of a tag (kind ``embeddings``) in step order."""
+        return self.read_records(run, "embeddings", tag)
+
+    # One object per run, graph or step: optional, KeyError when not offered.
+    def read_graph(self, run: str, tag: str) -> ModelGraph:
+        """The computational graph ``tag`` of ``run``."""
         raise KeyError(tag)
 
     def load_embedding(self, run: str, tag: str, step: int) -> EmbeddingData:

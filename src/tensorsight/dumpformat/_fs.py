@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -67,6 +66,8 @@ def make_dirs(path: Path) -> None:
 
 def remove_tree(path: Path) -> None:
     """Delete a folder and everything in it."""
+    import shutil  # here: with bz2 and lzma, a few ms of every reader's start (compare)
+
     shutil.rmtree(path)
 
 

@@ -30,6 +30,8 @@ class StepSummary:
         stored_tensors: Rows with a stored tensor.
         with_stats: Rows with statistics (0 for a MindSpore Dump, which stores none: then
             ``nonfinite`` says nothing).
+        complete: Whether the step ended normally (``False``: cut off by a crash or an
+            exception; its rows are those that reached the disk).
     """
 
     rank: int
@@ -43,6 +45,7 @@ class StepSummary:
     nonfinite: tuple[TensorRecord, ...]
     stored_tensors: int
     with_stats: int = 0
+    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ def inspect_dump(path: str | os.PathLike[str], *, head: int = 10) -> DumpInspect
                     ),
                     stored_tensors=sum(t.data is not None for t in st.rows),
                     with_stats=sum(t.stats is not None for t in st.rows),
+                    complete=st.complete,
                 )
             )
             st.close()
@@ -150,9 +154,11 @@ def format_inspection(ins: DumpInspection, *, top: int = 10) -> str:
             why = "" if ins.complete else " (the run stopped before any reached the op table)"
             lines.append(f"rank {s.rank} step {s.step}: no ops recorded{why}")
             continue
+        cut = "" if s.complete else " (cut off: the ops that reached the disk)"
         lines.append(
             f"rank {s.rank} step {s.step}: {s.op_count} ops ({s.forward_ops} forward, "
-            f"{s.backward_ops} backward), {s.tensor_count} tensors, {s.stored_tensors} stored"
+            f"{s.backward_ops} backward), {s.tensor_count} tensors, {s.stored_tensors} "
+            f"stored{cut}"
         )
         counts = ", ".join(f"{op} x{n}" for op, n in s.op_counts[:top])
         lines.append(f"  most frequent: {counts}")

@@ -81,12 +81,18 @@ class DumpStep:
         rank: The rank.
         step: The step.
         path: The folder holding the step.
+        complete: Whether the step ended normally. ``False`` for the step a killed process
+            was running (its rows are the ones that reached the log; often none) and for one
+            cut short by an exception. msprobe and MindSpore steps: always ``True``.
     """
 
-    def __init__(self, rank: int, step: int, path: Path, source: _StepSource) -> None:
+    def __init__(
+        self, rank: int, step: int, path: Path, source: _StepSource, complete: bool = True
+    ) -> None:
         self.rank = rank
         self.step = step
         self.path = path
+        self.complete = complete
         self._source = source
         self._rows: tuple[TensorRecord, ...] | None = None
         self._ops: tuple[OpRecord, ...] | None = None
@@ -159,8 +165,11 @@ class _OwnStep:
     def rows(self) -> list[TensorRecord]:
         if not _table.has_table(self.path) and self._cut_off():
             return []
-        rows = _table.read_rows(self.path)
         source = f"Op table {str(_table.table_file(self.path))!r}"
+        columns = _table.read_columns(self.path)  # Parquet: column by column
+        if columns is not None:
+            return TensorRecord.from_columns(columns, source=source)
+        rows = _table.read_rows(self.path)
         return [
             TensorRecord.from_row(r, source=source, where=f"row {i}") for i, r in enumerate(rows)
         ]
@@ -289,7 +298,24 @@ class Dump:
             manifest = self.manifest(r)
             return manifest is not None and not manifest.complete
 
-        return DumpStep(r, s, folder, _OwnStep(folder, cut_off))
+        return DumpStep(r, s, folder, _OwnStep(folder, cut_off), self._step_complete(r, s))
+
+    def _step_complete(self, rank: int, step: int) -> bool:
+        """Whether a step of an own dump ended normally.
+
+        Its Parquet table is written only when it ends, so a step without one was cut off.
+        The manifest of a killed process lags (it is rewritten at most once a second): a
+        step it lists as running, or not at all, but that has its Parquet table, ended. A
+        step it lists as not complete in a final manifest (written by ``close`` or after a
+        writer failure) was cut short by an exception.
+        """
+        if not _fs.exists(self._layout[rank][step] / _table.PARQUET_NAME):
+            return False
+        m = self.manifest(rank)
+        info = next((i for i in m.steps if i.step == step), None) if m is not None else None
+        if m is None or info is None or info.complete:
+            return True
+        return not (m.complete or m.incomplete_reason is not None)
 
     def iter_steps(self) -> Iterator[DumpStep]:
         """Every (rank, step), rank-major."""

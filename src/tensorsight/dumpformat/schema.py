@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
@@ -214,6 +215,57 @@ class TensorRecord:
         return cls._from_row_checked(row, source, where)
 
     @classmethod
+    def from_columns(
+        cls, columns: dict[str, list[Any]], *, source: str = "Op table"
+    ) -> list[TensorRecord]:
+        """:meth:`from_row` of every row of a table held column by column (equal-length
+        lists, as :func:`~tensorsight.dumpformat._table.read_columns` returns them).
+
+        The checks of :meth:`from_row` run on whole columns; a table with any value they
+        refuse goes row by row through :meth:`from_row` instead, which names the first bad
+        value (``row <i>.<column>``). The records are the same either way.
+
+        Raises:
+            DumpFormatError: As :meth:`from_row`.
+        """
+        if len({len(v) for v in columns.values()}) > 1:
+            msg = f"{source}: its columns differ in length. Expected one value per row in each."
+            raise DumpFormatError(msg)
+        if not _plain_columns(columns):
+            names = list(columns)
+            return [
+                cls.from_row(dict(zip(names, values, strict=True)), source=source, where=f"row {i}")
+                for i, values in enumerate(zip(*columns.values(), strict=True))
+            ]
+        n = len(columns["index"])
+        nothing: list[Any] = [None] * n
+        new = object.__new__
+        out: list[TensorRecord] = []
+        append = out.append
+        for (
+            index, op, direction, module_path, tensor, shape, dtype, device,
+            mn, mx, mean, norm, nan, pinf, ninf, fingerprint, data, grad_fn, stack, args,
+        ) in zip(*(columns.get(c, nothing) for c in COLUMNS), strict=True):  # fmt: skip
+            stats = None
+            if mn is not None or nan is not None:
+                stats = new(TensorStats)
+                stats.__dict__.update(
+                    min=mn, max=mx, mean=mean, norm=norm, nan_count=nan or 0,
+                    posinf_count=pinf or 0, neginf_count=ninf or 0,
+                )  # fmt: skip
+            # the frozen dataclass's __init__ stores the fields one object.__setattr__ at a
+            # time (most of a row's cost); it has no __post_init__, so this is the same record
+            rec = new(cls)
+            rec.__dict__.update(
+                index=index, op=op, direction=direction, module_path=module_path or "",
+                tensor=tensor, shape=tuple(shape), dtype=dtype, device=device or "cpu",
+                stats=stats, fingerprint=fingerprint, data=data, grad_fn=grad_fn,
+                stack=stack, args=args,
+            )  # fmt: skip
+            append(rec)
+        return out
+
+    @classmethod
     def _from_row_checked(cls, row: Any, source: str, where: str) -> TensorRecord:
         """:meth:`from_row` value by value, raising the error that names the bad one."""
         if not isinstance(row, dict):
@@ -303,6 +355,48 @@ _OPTIONAL_TEXT = ("module_path", "device", "fingerprint", "data", "grad_fn", "st
 _TEXT_OR_NONE = (str, type(None))
 _NUMBER_OR_NONE = (float, type(None))
 _INT_OR_NONE = (int, type(None))
+
+
+def _plain_columns(columns: dict[str, list[Any]]) -> bool:
+    """:func:`_plain` of every row of a column-wise table, one column at a time."""
+    if any(name not in columns for name in _REQUIRED):
+        return False
+    index = columns["index"]
+    if not set(map(type, index)) <= {int} or (index and min(index) < 0):
+        return False
+    for name in ("op", "tensor", "dtype"):
+        if not set(map(type, columns[name])) <= {str}:
+            return False
+    direction = columns["direction"]
+    if not set(map(type, direction)) <= {str} or not set(direction) <= set(DIRECTIONS):
+        return False
+    shapes = columns["shape"]
+    if not set(map(type, shapes)) <= {list}:
+        return False
+    for shape in shapes:
+        if len(shape) > _check.MAX_DIMS:
+            return False
+        for d in shape:
+            if type(d) is not int or d < 0:
+                return False
+        if math.prod(shape) > _check.MAX_NUMEL:
+            return False
+    text, number, count = set(_TEXT_OR_NONE), set(_NUMBER_OR_NONE), set(_INT_OR_NONE)
+    for name in _OPTIONAL_TEXT:
+        if name in columns and not set(map(type, columns[name])) <= text:
+            return False
+    for name in STAT_COLUMNS[:4]:
+        if name in columns and not set(map(type, columns[name])) <= number:
+            return False
+    for name in STAT_COLUMNS[4:]:
+        values = columns.get(name)
+        if values is None:
+            continue
+        if not set(map(type, values)) <= count:
+            return False
+        if min((v for v in values if v is not None), default=0) < 0:
+            return False
+    return True
 
 
 def _plain(row: Any) -> bool:

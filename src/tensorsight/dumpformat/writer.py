@@ -131,6 +131,9 @@ class DumpWriter:
         self._stored: dict[str, str] = {}
         self._manifest_written = 0.0
         self._manifest_due: float | None = None  # when a pending manifest rewrite is due
+        # step ends queued by end_step() and handled by the writer thread (under _cond)
+        self._ends_queued = 0
+        self._ends_done = 0
         _table.preload()
         _fs.make_dirs(rank_dir)
         self._write_manifest(durable=True)
@@ -209,11 +212,22 @@ class DumpWriter:
     def end_step(self, *, complete: bool = True, drop_if_empty: bool = False) -> None:
         """End the current step: flush its shard, compact its log, update the manifest.
 
+        Returns once the writer thread has done so: the step's op table and shards are then
+        with the OS, so a process killed after ``.step()`` returned keeps every ended step
+        (the manifest that lists it follows within :data:`MANIFEST_SECS`). Without the wait,
+        a writer one step behind (a busy machine) lost the ended step's table to a SIGKILL.
+        The wait costs the training thread the writer's backlog of the step, which it would
+        wait for at the queue bound anyway when the writer is the slower of the two.
+
         ``complete=False`` marks a step cut short by an exception in the user's code;
         ``drop_if_empty`` removes a step that recorded nothing (the one a loop's last
         ``.step()`` opened).
         """
         self._put(("end", complete, drop_if_empty), 0)
+        with self._cond:
+            self._ends_queued += 1
+            while self._ends_done < self._ends_queued and self._error is None:
+                self._cond.wait(0.5)
 
     def set_extra(self, **extra: Any) -> None:
         """Merge backend facts into ``manifest.extra``."""
@@ -308,6 +322,10 @@ class DumpWriter:
                 with self._cond:
                     self._pending_bytes -= item[2]
                     self._pending_rows -= item[3]
+                    self._cond.notify_all()
+            elif kind == "end":
+                with self._cond:
+                    self._ends_done += 1
                     self._cond.notify_all()
             if kind == "close":
                 return

@@ -14,13 +14,22 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
+import weakref
 from argparse import Namespace
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tensorsight._lazy import lazy_import
-from tensorsight.integrations._common import flatten_hparams, rank_dir, scalar_items
+from tensorsight.errors import TensorsightError
+from tensorsight.integrations._common import HParam, flatten_hparams, rank_dir, scalar_items
 from tensorsight.summary import SummaryWriter
+from tensorsight.summary.lineage import (
+    TAG_DATA_GRAPH,
+    batch_size_of,
+    dataset_size_of,
+    lineage_of,
+)
 
 if TYPE_CHECKING:
     from lightning.fabric.loggers.logger import rank_zero_experiment
@@ -58,6 +67,11 @@ class TensorsightLogger(Logger):
     - ``log_graph``: the model's graph once, when ``example_input_array`` (or
       ``input_array``) is set and ``log_graph`` is true; without an input nothing is
       recorded;
+    - ``finalize`` (end of ``fit``), once: the data pipeline of ``trainer.train_dataloader``
+      (``dataset_graph``) and the lineage, as hparams of the run: ``optimizer`` (class
+      and defaults), ``batch_size``, ``train_dataset_size``, ``model_path`` (the last
+      checkpoint Lightning saved), ``network``, named as MindSpore's TrainLineage fields
+      (``tensorsight.summary.lineage``);
     - ``experiment``: the :class:`~tensorsight.SummaryWriter` itself, for
       ``self.logger.experiment.add_histogram(...)`` in a ``LightningModule``.
 
@@ -105,6 +119,9 @@ class TensorsightLogger(Logger):
         self._prefix = prefix
         self._flush_secs = flush_secs
         self._writer: SummaryWriter | None = None
+        self._module: Any = None  # weak reference to the LightningModule (log_graph)
+        self._checkpoint: str | None = None
+        self._lineage_written = False
 
     # ------------------------------------------------------------ identity
     @property
@@ -175,6 +192,7 @@ class TensorsightLogger(Logger):
 
         Does nothing when ``log_graph`` is false or the model has no example input.
         """
+        self._module = weakref.ref(model)
         if not (self._log_graph and self._writes()):
             return
         example = (
@@ -200,14 +218,56 @@ class TensorsightLogger(Logger):
         if self._writer is not None:
             self._writer.flush()
 
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """Note the checkpoint just saved (the lineage's ``model_path``)."""
+        path = getattr(checkpoint_callback, "last_model_path", "") or getattr(
+            checkpoint_callback, "best_model_path", ""
+        )
+        if path:
+            self._checkpoint = os.fspath(path)
+
     def finalize(self, status: str) -> None:
-        """Close the run's files; a later call (``trainer.test`` after ``fit``) reopens them."""
+        """Write the data pipeline and lineage once, close the run's files; a later call
+        (``trainer.test`` after ``fit``) reopens them."""
         del status  # the same for "success", "failed" and "finished"
+        if not self._lineage_written and self._writes():
+            self._write_lineage()
         if self._writer is not None:
             self._writer.close()
             self._writer = None
 
     # ------------------------------------------------------------ internals
+    def _write_lineage(self) -> None:
+        module = self._module() if self._module is not None else None
+        trainer = getattr(module, "_trainer", None)
+        if trainer is None:  # not fitted through a Trainer: nothing known
+            return
+        self._lineage_written = True
+        writer = self._open()
+        loader = getattr(trainer, "train_dataloader", None)
+        if loader is not None:
+            try:
+                writer.add_data_graph(TAG_DATA_GRAPH, loader, 0)
+            except TensorsightError as exc:
+                warnings.warn(f"TensorsightLogger: no data pipeline: {exc}", stacklevel=3)
+        callback = getattr(trainer, "checkpoint_callback", None)
+        checkpoint = self._checkpoint or getattr(callback, "best_model_path", "") or None
+        optimizers = list(getattr(trainer, "optimizers", []) or [])
+        lineage: dict[str, HParam] = {}
+        if optimizers:
+            lineage["optimizer"] = type(optimizers[0]).__name__
+        batch = batch_size_of(loader)
+        if batch is not None:
+            lineage["batch_size"] = float(batch)
+        lineage.update(
+            lineage_of(
+                dataset_size=None if loader is None else dataset_size_of(loader),
+                checkpoint=checkpoint,
+                network=module,
+            )
+        )
+        writer.add_hparams(lineage, {}, run_name=".")
+
     def _rank(self) -> int:
         return int(getattr(rank_zero_only, "rank", 0) or 0)
 

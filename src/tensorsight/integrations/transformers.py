@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tensorsight._lazy import lazy_import
+from tensorsight.errors import TensorsightError
 from tensorsight.integrations._common import HParam, flatten_hparams, rank_dir, scalar_items
 from tensorsight.summary import SummaryWriter
+from tensorsight.summary.lineage import TAG_DATA_GRAPH, dataset_size_of, lineage_of
 
 if TYPE_CHECKING:
     from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
@@ -49,7 +52,8 @@ class TensorsightCallback(TrainerCallback):
 
     - ``on_train_begin``: hparams of the run: every ``TrainingArguments`` field
       (``args/<name>``) and the model's config (``model_config/<name>``), nested values
-      flattened, lists written as their ``str``;
+      flattened, lists written as their ``str``; and the training DataLoader's pipeline
+      once (``dataset_graph``);
     - ``on_log``: every numeric log value, tagged as transformers' TensorBoard callback tags
       it (``train/loss``, ``train/learning_rate``, ``train/grad_norm``, ``eval/loss``);
     - ``on_pre_optimizer_step`` (transformers >= 4.41 calls it): gradient norms right
@@ -58,7 +62,12 @@ class TensorsightCallback(TrainerCallback):
       with mixed precision, the gradients as the optimizer sees them;
     - ``on_evaluate``: flushes, so the evaluation metrics (``eval/loss``, ...; the trainer
       passes them to ``on_log``) are on disk at once;
-    - ``on_train_end``: closes the files.
+    - ``on_save``: notes the checkpoint folder (``<output_dir>/checkpoint-<step>``);
+    - ``on_train_end``: the lineage as hparams of the run (``optimizer``, ``batch_size``,
+      ``loss_function``, ``train_dataset_size``, ``model_path``: the last checkpoint,
+      ``network``; named as MindSpore's TrainLineage fields), then closes the files.
+      No graph: the trainer calls the model with keyword arguments, which the graph
+      recorder does not take.
 
     Ranks: by default only the world's process zero writes. With ``all_ranks=True`` every
     process writes its own run ``<logdir>/rank<process index>``.
@@ -89,6 +98,7 @@ class TensorsightCallback(TrainerCallback):
         self._grad_norms = re.compile(grad_norms) if grad_norms else None
         self._flush_secs = flush_secs
         self._writer: SummaryWriter | None = None
+        self._checkpoint: str | None = None
 
     # ------------------------------------------------------------ events
     def on_train_begin(
@@ -111,6 +121,19 @@ class TensorsightCallback(TrainerCallback):
         if config is not None and callable(getattr(config, "to_dict", None)):
             hparams.update(flatten_hparams(config.to_dict(), prefix="model_config/"))
         writer.add_hparams(hparams, {}, run_name=".", global_step=state.global_step)
+        loader = kwargs.get("train_dataloader")
+        if loader is not None:
+            try:
+                writer.add_data_graph(TAG_DATA_GRAPH, loader, state.global_step)
+            except TensorsightError as exc:
+                warnings.warn(f"TensorsightCallback: no data pipeline: {exc}", stacklevel=2)
+
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        """Note the checkpoint just saved (the lineage's ``model_path``)."""
+        folder = f"checkpoint-{state.global_step}"  # the Trainer's PREFIX_CHECKPOINT_DIR
+        self._checkpoint = os.path.join(args.output_dir or ".", folder)
 
     def on_log(
         self,
@@ -180,7 +203,16 @@ class TensorsightCallback(TrainerCallback):
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        """Close the run's files (a later ``train()`` opens new ones in the same run)."""
+        """Write the lineage and close the run's files (a later ``train()`` opens new ones
+        in the same run)."""
+        writer = self._open(args, state)
+        if writer is not None:
+            writer.add_hparams(
+                _lineage(args, state, self._checkpoint, **kwargs),
+                {},
+                run_name=".",
+                global_step=state.global_step,
+            )
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -195,6 +227,33 @@ class TensorsightCallback(TrainerCallback):
             folder = rank_dir(base, int(args.process_index), self.all_ranks)
             self._writer = SummaryWriter(folder, flush_secs=self._flush_secs)
         return self._writer
+
+
+def _lineage(
+    args: TrainingArguments, state: TrainerState, checkpoint: str | None, **kwargs: Any
+) -> dict[str, HParam]:
+    model = kwargs.get("model")
+    optimizer = kwargs.get("optimizer")
+    loader = kwargs.get("train_dataloader")
+    out: dict[str, HParam] = {}
+    if optimizer is not None:
+        inner = getattr(optimizer, "optimizer", optimizer)  # accelerate's AcceleratedOptimizer
+        out["optimizer"] = type(inner).__name__
+    batch = getattr(state, "train_batch_size", None) or args.per_device_train_batch_size
+    out["batch_size"] = float(batch)
+    try:
+        loss_fn = getattr(model, "loss_function", None)  # transformers >= 4.46
+    except (AttributeError, ValueError, KeyError):  # no loss known for this model type
+        loss_fn = None
+    out.update(
+        lineage_of(
+            loss_fn=loss_fn,
+            dataset_size=None if loader is None else dataset_size_of(loader),
+            checkpoint=state.best_model_checkpoint or checkpoint,
+            network=model,
+        )
+    )
+    return out
 
 
 def _is_logging_step(args: TrainingArguments, state: TrainerState, step: int) -> bool:

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import ast
 import string
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import libcst as cst
 
-from tensorsight.migrate._bindings import argparse_dest
+from tensorsight.migrate._bindings import ANY, Bindings, Key, Scope, argparse_dest, collect_bindings
 
 __all__ = [
     "EMPTY_FLOW",
@@ -60,33 +60,175 @@ _SPAWNS = ("spawn", "start_processes")
 _UNKNOWN = "?"
 
 
+#: The kinds of use the prepass records (:attr:`FlowFacts.elsewhere` keys).
+USE_KINDS = ("backend", "device", "map_location")
+
+
 @dataclass(frozen=True)
-class FlowFacts:
-    """What the flow prepass learned about the slots (names) of one file.
+class Held:
+    """What a value defined in another module holds (from that module's prepass).
 
     Attributes:
-        backend_slots: Slots passed as the backend of ``init_process_group``/``new_group``.
-        device_slots: Slots passed where a device goes: ``device=``, ``map_location=``,
-            the first argument of ``.to(...)``, ``.cuda(...)`` and ``torch.device(...)``.
-        map_location_slots: Slots passed as ``map_location=`` of a load.
-        index_slots: Slots every assignment of which is an integer (``int(...)``, an int
-            literal, ``dist.get_rank()``, ``LOCAL_RANK``, integer arithmetic of those, a
-            script function's parameter every call of which passes one, the first
-            parameter of an ``mp.spawn`` target): in a device slot they are a device index.
-        device_type_slots: Slots every assignment of which is a device type
-            (``x.type``, ``"cpu"``, ``"cuda" if "cuda" in d else "cpu"``).
-        cuda_string_slots: Slots assigned a CUDA device string somewhere (``"cuda"``,
-            ``"cuda:0"``, ``f"cuda:{i}"``, ``"cuda:{}".format(i)``, an argparse default).
-        indexed_slots: The subset of ``cuda_string_slots`` whose string carries an index.
+        index: Every assignment is an integer.
+        device_type: Every assignment is a device type.
+        cuda: Some assignment is a CUDA device string.
+        indexed: Some assignment is a CUDA device string with an index.
+        nccl: Some assignment is the backend name ``"nccl"``.
+        where: ``file:line`` of its first assignment there.
     """
 
-    backend_slots: frozenset[str] = frozenset()
-    device_slots: frozenset[str] = frozenset()
-    map_location_slots: frozenset[str] = frozenset()
-    index_slots: frozenset[str] = frozenset()
-    device_type_slots: frozenset[str] = frozenset()
-    cuda_string_slots: frozenset[str] = frozenset()
-    indexed_slots: frozenset[str] = frozenset()
+    index: bool = False
+    device_type: bool = False
+    cuda: bool = False
+    indexed: bool = False
+    nccl: bool = False
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class External:
+    """What one module learns from the rest of its project (:mod:`._project`).
+
+    Attributes:
+        values: A key of this module (a name it imports, ``(("@", module), name)`` for
+            ``module.name`` through an imported module, or an attribute slot ``(ANY, x)``
+            shared with a module it imports or is imported by) -> what the other modules
+            store there.
+        uses: ``(kind, key)`` of this module -> ``file:line`` of a use of that kind in
+            another module (``backend = "nccl"`` here, ``init_process_group(backend=...)``
+            there).
+        modules: Local names bound to a project module (``import config``) -> its id.
+    """
+
+    values: Mapping[Key, tuple[Held, ...]] = field(default_factory=dict)
+    uses: Mapping[tuple[str, Key], str] = field(default_factory=dict)
+    modules: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FlowFacts:
+    """What the flow prepass learned about the keys of one file.
+
+    A **key** is a :data:`~._bindings.Key`, ``(scope, name)``, for a plain name (resolved
+    as Python does, so two functions' ``device`` are two keys); attributes (``self.x``,
+    ``args.x``), string-keyed subscripts, dict keys, keyword arguments, dataclass fields and
+    argparse ``dest`` s share ``(ANY, slot)``; ``module.name`` through an imported project
+    module is ``(("@", module), name)``.
+
+    Attributes:
+        backend: Keys passed as the backend of ``init_process_group``/``new_group``.
+        device: Keys passed where a device goes: ``device=``, ``map_location=``,
+            the first argument of ``.to(...)``, ``.cuda(...)`` and ``torch.device(...)``.
+        map_location: Keys passed as ``map_location=`` of a load.
+        index: Keys every assignment of which is an integer (``int(...)``, an int
+            literal, ``dist.get_rank()``, ``LOCAL_RANK``, integer arithmetic of those, a
+            script function's parameter every call of which passes one, the first
+            parameter of an ``mp.spawn`` target, a loop over a list of ints): in a device
+            slot they are a device index.
+        device_type: Keys every assignment of which is a device type
+            (``x.type``, ``"cpu"``, ``"cuda" if "cuda" in d else "cpu"``).
+        cuda_string: Keys assigned a CUDA device string somewhere (``"cuda"``,
+            ``"cuda:0"``, ``f"cuda:{i}"``, ``"cuda:{}".format(i)``, an argparse default).
+        indexed: The subset of ``cuda_string`` whose string carries an index.
+        nccl: Keys assigned the backend name ``"nccl"`` somewhere.
+        valued: Keys with at least one assignment (in this file or, imported, elsewhere).
+        use_lines: ``(kind, key)`` -> the line of its first use of that kind in this file
+            (kinds: :data:`USE_KINDS`, and ``"tested"``: compared with ``"cuda"``).
+        elsewhere: ``(kind, key)`` used that way only in another module -> ``file:line``.
+        modules: Local names of imported project modules -> module id.
+    """
+
+    backend: frozenset[Key] = frozenset()
+    device: frozenset[Key] = frozenset()
+    map_location: frozenset[Key] = frozenset()
+    index: frozenset[Key] = frozenset()
+    device_type: frozenset[Key] = frozenset()
+    cuda_string: frozenset[Key] = frozenset()
+    indexed: frozenset[Key] = frozenset()
+    nccl: frozenset[Key] = frozenset()
+    valued: frozenset[Key] = frozenset()
+    use_lines: Mapping[tuple[str, Key], int] = field(default_factory=dict)
+    elsewhere: Mapping[tuple[str, Key], str] = field(default_factory=dict)
+    modules: Mapping[str, str] = field(default_factory=dict)
+
+    # name views (any scope): for the pre-scan's supersets and for tests
+    @property
+    def backend_slots(self) -> frozenset[str]:
+        return _names(self.backend)
+
+    @property
+    def device_slots(self) -> frozenset[str]:
+        return _names(self.device)
+
+    @property
+    def map_location_slots(self) -> frozenset[str]:
+        return _names(self.map_location)
+
+    @property
+    def index_slots(self) -> frozenset[str]:
+        return _names(self.index)
+
+    @property
+    def device_type_slots(self) -> frozenset[str]:
+        return _names(self.device_type)
+
+    @property
+    def cuda_string_slots(self) -> frozenset[str]:
+        return _names(self.cuda_string)
+
+    @property
+    def indexed_slots(self) -> frozenset[str]:
+        return _names(self.indexed)
+
+
+def _names(keys: frozenset[Key]) -> frozenset[str]:
+    return frozenset(name for _, name in keys)
+
+
+def flow_key(
+    bindings: Bindings, scope: Scope, node: ast.expr, modules: Mapping[str, str] | None = None
+) -> Key | None:
+    """The flow key (see :class:`FlowFacts`) of an ``ast`` expression read in ``scope``."""
+    if isinstance(node, ast.Name):
+        return bindings.key_of_name(scope, node.id)
+    if isinstance(node, ast.Attribute):
+        owner = node.value
+        if isinstance(owner, ast.Name):
+            if owner.id == "self":
+                return bindings.key_of_self(scope, node.attr)
+            if modules and owner.id in modules:
+                return ("@", modules[owner.id]), node.attr
+        return ANY, node.attr
+    slot = _slot(node)
+    return None if slot is None else (ANY, slot)
+
+
+def cst_flow_key(
+    bindings: Bindings,
+    scope: Scope,
+    node: cst.BaseExpression,
+    modules: Mapping[str, str] | None = None,
+) -> Key | None:
+    """:func:`flow_key` of a LibCST expression."""
+    if isinstance(node, cst.Name):
+        return bindings.key_of_name(scope, node.value)
+    if isinstance(node, cst.Attribute):
+        owner = node.value
+        if isinstance(owner, cst.Name):
+            if owner.value == "self":
+                return bindings.key_of_self(scope, node.attr.value)
+            if modules and owner.value in modules:
+                return ("@", modules[owner.value]), node.attr.value
+        return ANY, node.attr.value
+    slot = cst_slot(node)
+    return None if slot is None else (ANY, slot)
+
+
+def attribute_alias(key: Key) -> Key | None:
+    """The attribute slot ``(ANY, x)`` through which other objects reach a class
+    attribute ``(cls, ".x")`` (a dataclass field read as ``cfg.x``), else ``None``."""
+    _, name = key
+    return (ANY, name[1:]) if name.startswith(".") else None
 
 
 EMPTY_FLOW = FlowFacts()
@@ -126,15 +268,16 @@ def cst_slot(node: cst.BaseExpression) -> str | None:
 _CST_INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 
 
-def cst_is_index(node: cst.BaseExpression, index_slots: frozenset[str]) -> bool:
-    """Whether a LibCST expression is an integer by the prepass: an int literal, a name of
-    ``index_slots``, or integer arithmetic of those (``rank * 2 + 1``)."""
+def cst_is_index(node: cst.BaseExpression, is_index: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Whether a LibCST expression is an integer by the prepass: an int literal, a name or
+    attribute ``is_index`` accepts (a key of :attr:`FlowFacts.index`), or integer arithmetic
+    of those (``rank * 2 + 1``)."""
     if isinstance(node, cst.Integer):
         return True
     if isinstance(node, cst.Name | cst.Attribute):
-        return cst_slot(node) in index_slots
+        return is_index(node)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _CST_INT_OPS):
-        return cst_is_index(node.left, index_slots) and cst_is_index(node.right, index_slots)
+        return cst_is_index(node.left, is_index) and cst_is_index(node.right, is_index)
     return False
 
 
@@ -187,130 +330,198 @@ def _cuda_string(node: ast.expr) -> tuple[bool, bool] | None:
     return None
 
 
-def _is_index(node: ast.expr, index_slots: set[str]) -> bool:
+class _Held(ast.expr):
+    """A value stored in another module (:class:`Held`), as one more assignment here."""
+
+    def __init__(self, held: Held) -> None:
+        super().__init__()
+        self.held = held
+
+
+#: A value and the scope it is evaluated in; the key function of the module.
+_Value = tuple[Scope, ast.expr]
+_KeyOf = Callable[[Scope, ast.expr], Key | None]
+
+
+def _is_index(node: ast.expr, scope: Scope, known: set[Key], key_of: _KeyOf) -> bool:
+    if isinstance(node, _Held):
+        return node.held.index
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int) and not isinstance(node.value, bool)
     if isinstance(node, ast.Call):
         return _callee(node) in _INDEX_CALLS
     if isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):  # rank * 2 + 1
-        return _is_index(node.left, index_slots) and _is_index(node.right, index_slots)
-    slot = _slot(node)
-    return slot is not None and slot in index_slots
+        return _is_index(node.left, scope, known, key_of) and _is_index(
+            node.right, scope, known, key_of
+        )
+    key = key_of(scope, node)
+    return key is not None and key in known
 
 
-def _is_device_type(node: ast.expr, type_slots: set[str]) -> bool:
+def _is_device_type(node: ast.expr, scope: Scope, known: set[Key], key_of: _KeyOf) -> bool:
+    if isinstance(node, _Held):
+        return node.held.device_type
     value = _str(node)
     if value is not None:
         return value in DEVICE_TYPES
     if isinstance(node, ast.Attribute):
         return node.attr == "type"
     if isinstance(node, ast.IfExp):
-        return _is_device_type(node.body, type_slots) and _is_device_type(node.orelse, type_slots)
-    slot = _slot(node)
-    return slot is not None and slot in type_slots
+        return _is_device_type(node.body, scope, known, key_of) and _is_device_type(
+            node.orelse, scope, known, key_of
+        )
+    key = key_of(scope, node)
+    return key is not None and key in known
 
 
 def _every(
-    values: dict[str, list[ast.expr]], test: Callable[[ast.expr, set[str]], bool]
-) -> set[str]:
-    """Slots all of whose values pass ``test`` (a fixpoint over slot-to-slot copies)."""
-    known: set[str] = set()
+    values: dict[Key, list[_Value]],
+    test: Callable[[ast.expr, Scope, set[Key], _KeyOf], bool],
+    key_of: _KeyOf,
+) -> set[Key]:
+    """Keys all of whose values pass ``test`` (a fixpoint over key-to-key copies)."""
+    known: set[Key] = set()
     while True:
-        new = {slot for slot, exprs in values.items() if all(test(e, known) for e in exprs)}
+        new = {
+            key
+            for key, exprs in values.items()
+            if all(test(e, scope, known, key_of) for scope, e in exprs)
+        }
         if new == known:
             return known
         known = new
 
 
-def _self_copy(target: ast.expr, value: ast.expr) -> bool:
-    """``self.x = x``, ``x = self.x`` or ``x = x``: the slot keeps what its other values
-    say. (``device = src.device`` is not one: ``src`` is another object.)"""
+def _walk(tree: ast.Module) -> list[tuple[Scope, ast.AST]]:
+    """Every node of ``tree`` with the scope it is evaluated in (decorators, defaults and
+    annotations in the enclosing one; a function's ``ast.arguments`` in its own)."""
+    out: list[tuple[Scope, ast.AST]] = []
+    stack: list[tuple[Scope, ast.AST]] = [((), tree)]
+    while stack:
+        scope, node = stack.pop()
+        out.append((scope, node))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            inner = (*scope, node.name)
+            a = node.args
+            outer: list[ast.AST] = [*node.decorator_list, *a.defaults]
+            outer += [d for d in a.kw_defaults if d is not None]
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+            outer += [p.annotation for p in params if p is not None and p.annotation]
+            if node.returns is not None:
+                outer.append(node.returns)
+            stack.extend((scope, n) for n in outer)
+            out.append((inner, a))
+            stack.extend((inner, n) for n in node.body)
+        elif isinstance(node, ast.ClassDef):
+            inner = (*scope, node.name)
+            outer = [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+            stack.extend((scope, n) for n in outer)
+            stack.extend((inner, n) for n in node.body)
+        else:
+            stack.extend((scope, n) for n in ast.iter_child_nodes(node))
+    return out
 
-    def name(node: ast.expr) -> str | None:
-        if isinstance(node, ast.Name):
-            return node.id
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-        ):
-            return node.attr
-        return None
 
-    return name(target) is not None and name(target) == name(value)
-
-
-def collect_flow(tree: ast.Module) -> FlowFacts:
+def collect_flow(
+    tree: ast.Module, bindings: Bindings | None = None, external: External | None = None
+) -> FlowFacts:
     """Run the flow prepass over one module's ``ast``.
 
     Args:
         tree: The parsed module.
+        bindings: Its :func:`~._bindings.collect_bindings` (computed when not given).
+        external: What the rest of the project says about its keys (:mod:`._project`).
 
     Returns:
         The :class:`FlowFacts` of the module.
     """
-    backend: set[str] = set()
-    device: set[str] = set()
-    map_location: set[str] = set()
-    cuda: set[str] = set()
-    indexed: set[str] = set()
-    values: dict[str, list[ast.expr]] = {}
-    parameters = _call_site_values(tree)
+    if bindings is None:
+        bindings = collect_bindings(tree)
+    external = external or External()
+    modules = external.modules
 
-    def assigned(target: ast.expr, value: ast.expr) -> None:
-        if _self_copy(target, value):
-            return
-        slot = _slot(target)
-        if slot is None:
-            if isinstance(target, ast.Tuple | ast.List):
-                for t in target.elts:
-                    if (s := _slot(t)) is not None:
-                        values.setdefault(s, []).append(ast.Name(_UNKNOWN))  # unknown value
-            return
-        values.setdefault(slot, []).append(value)
+    def key_of(scope: Scope, node: ast.expr) -> Key | None:
+        return flow_key(bindings, scope, node, modules)
+
+    uses: dict[str, set[Key]] = {kind: set() for kind in USE_KINDS}
+    use_lines: dict[tuple[str, Key], int] = {}
+    cuda: set[Key] = set()
+    indexed: set[Key] = set()
+    nccl: set[Key] = set()
+    values: dict[Key, list[_Value]] = {}
+    nodes = _walk(tree)
+    parameters = _call_site_values(tree, nodes)
+
+    def add(key: Key, scope: Scope, value: ast.expr) -> None:
+        values.setdefault(key, []).append((scope, value))
+        if _str(value) == "nccl":
+            nccl.add(key)
         found = _cuda_string(value)
         if found is not None:
-            cuda.add(slot)
+            cuda.add(key)
             if found[1]:
-                indexed.add(slot)
+                indexed.add(key)
 
-    def used_as_device(node: ast.expr) -> None:
-        if (slot := _slot(node)) is not None:
-            device.add(slot)
+    def assigned(scope: Scope, target: ast.expr, value: ast.expr) -> None:
+        key = key_of(scope, target)
+        if key is None:
+            if isinstance(target, ast.Tuple | ast.List):
+                for t in target.elts:
+                    if (k := key_of(scope, t)) is not None:
+                        add(k, scope, ast.Name(_UNKNOWN))  # unknown value
+            return
+        if key_of(scope, value) == key:  # `x = x`
+            return
+        add(key, scope, value)
+        alias = attribute_alias(key)
+        if alias is not None and isinstance(target, ast.Name):  # a field: `cfg.x` reads it
+            add(alias, scope, value)
 
-    for node in ast.walk(tree):
+    def used(kind: str, scope: Scope, node: ast.expr, line: int) -> None:
+        if (key := key_of(scope, node)) is not None:
+            if kind in uses:
+                uses[kind].add(key)
+            use_lines[kind, key] = min(line, use_lines.get((kind, key), line))
+
+    for scope, node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                assigned(target, node.value)
+                assigned(scope, target, node.value)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            assigned(node.target, node.value)
-        elif isinstance(node, ast.AugAssign | ast.For | ast.With | ast.NamedExpr):
+            assigned(scope, node.target, node.value)
+        elif isinstance(node, ast.For | ast.AsyncFor) and _int_display(node.iter):
+            assigned(scope, node.target, ast.Constant(0))  # for rank in [0, 1]
+        elif isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor | ast.With | ast.NamedExpr):
             targets = [node.target] if not isinstance(node, ast.With) else []
             if isinstance(node, ast.With):
                 targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
             for target in targets:
                 if isinstance(node, ast.NamedExpr):
-                    assigned(target, node.value)
-                elif (slot := _slot(target)) is not None:
-                    values.setdefault(slot, []).append(ast.Name(_UNKNOWN))
+                    assigned(scope, target, node.value)
+                elif (key := key_of(scope, target)) is not None:
+                    add(key, scope, ast.Name(_UNKNOWN))
         elif isinstance(node, ast.arguments):
             passed = parameters.get(id(node), {})
             for arg in [*node.posonlyargs, *node.args, *node.kwonlyargs]:
+                key = bindings.key_of_name(scope, arg.arg)
                 hint = arg.annotation
                 if isinstance(hint, ast.Name) and hint.id == "int":
-                    values.setdefault(arg.arg, []).append(ast.Constant(0))
-                elif arg.arg in passed:  # setup(rank) passes the slot on: no new value
-                    here = [v for v in passed[arg.arg] if not _self_copy(ast.Name(arg.arg), v)]
-                    if here:  # an empty list would make every test hold
-                        values.setdefault(arg.arg, []).extend(here)
+                    add(key, scope, ast.Constant(0))
+                elif arg.arg in passed:  # setup(rank) passes the key on: no new value
+                    here = [(s, v) for s, v in passed[arg.arg] if key_of(s, v) != key]
+                    for s, v in here:  # none: the key gets no value from here
+                        add(key, s, v)
                 else:
-                    values.setdefault(arg.arg, []).append(ast.Name(_UNKNOWN))
+                    add(key, scope, ast.Name(_UNKNOWN))
+        elif isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = [node.left, node.comparators[0]]  # `dev == "cuda"`, `"cuda" in dev`
+            for side, other in (sides, sides[::-1]):
+                if _str(other) == "cuda":
+                    used("tested", scope, side, node.lineno)
         elif isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values, strict=True):
-                if (k := _str(key)) is not None:
-                    values.setdefault(k, []).append(value)
-                    if _cuda_string(value) is not None:
-                        cuda.add(k)
+            for k, value in zip(node.keys, node.values, strict=True):
+                if (name := _str(k)) is not None:
+                    add((ANY, name), scope, value)
         elif isinstance(node, ast.Call):
             name = _callee(node)
             if name in _BACKEND_CALLS:
@@ -318,47 +529,68 @@ def collect_flow(tree: ast.Module) -> FlowFacts:
                 if name == "init_process_group" and node.args:
                     slots.append(node.args[0])
                 for value in slots:
-                    if (slot := _slot(value)) is not None:
-                        backend.add(slot)
+                    used("backend", scope, value, node.lineno)
             for kw in node.keywords:
                 if kw.arg in ("device", "map_location"):
-                    used_as_device(kw.value)
-                    if kw.arg == "map_location" and (slot := _slot(kw.value)) is not None:
-                        map_location.add(slot)
-                elif (
-                    kw.arg is not None
-                    and name not in ("add_argument",)
-                    and not _self_copy(ast.Name(kw.arg), kw.value)  # f(rank=rank): nothing new
-                ):
-                    values.setdefault(kw.arg, []).append(kw.value)  # dict(x=...), Config(x=...)
+                    used("device", scope, kw.value, node.lineno)
+                    if kw.arg == "map_location":
+                        used("map_location", scope, kw.value, node.lineno)
+                elif kw.arg is not None and name not in ("add_argument",):
+                    key = (ANY, kw.arg)
+                    if key_of(scope, kw.value) != key:  # dict(x=...), Config(x=...)
+                        add(key, scope, kw.value)
             if name in ("to", "cuda", "device") and node.args:
-                used_as_device(node.args[0])
+                used("device", scope, node.args[0], node.lineno)
             if name == "add_argument":
-                opts = [s for a in node.args if (s := _str(a)) is not None]
+                opts = [o for a in node.args if (o := _str(a)) is not None]
                 dest_kw = next((_str(k.value) for k in node.keywords if k.arg == "dest"), None)
                 dest = argparse_dest(opts, dest_kw)
                 default = next((k.value for k in node.keywords if k.arg == "default"), None)
                 if dest is not None:
-                    values.setdefault(dest, []).append(default or ast.Name(_UNKNOWN))
-                    if default is not None and _cuda_string(default) is not None:
-                        cuda.add(dest)
-    index = _every(values, _is_index)
-    types = _every(values, _is_device_type)
+                    add((ANY, dest), scope, default or ast.Name(_UNKNOWN))
+    for key, held in external.values.items():
+        for h in held:
+            add(key, (), _Held(h))
+            if h.cuda:
+                cuda.add(key)
+            if h.indexed:
+                indexed.add(key)
+    elsewhere: dict[tuple[str, Key], str] = {}
+    for (kind, key), where in external.uses.items():
+        if key not in uses[kind]:
+            uses[kind].add(key)
+            elsewhere[kind, key] = where
+    index = _every(values, _is_index, key_of)
+    types = _every(values, _is_device_type, key_of)
     return FlowFacts(
-        backend_slots=frozenset(backend),
-        device_slots=frozenset(device),
-        map_location_slots=frozenset(map_location),
-        index_slots=frozenset(index),
-        device_type_slots=frozenset(types),
-        cuda_string_slots=frozenset(cuda),
-        indexed_slots=frozenset(indexed),
+        backend=frozenset(uses["backend"]),
+        device=frozenset(uses["device"]),
+        map_location=frozenset(uses["map_location"]),
+        index=frozenset(index),
+        device_type=frozenset(types),
+        cuda_string=frozenset(cuda),
+        indexed=frozenset(indexed),
+        nccl=frozenset(nccl),
+        valued=frozenset(k for k, v in values.items() if v),
+        use_lines=use_lines,
+        elsewhere=elsewhere,
+        modules=modules,
     )
+
+
+def _int_display(node: ast.expr) -> bool:
+    """A list, tuple or ``range(...)`` of integer literals (``for rank in [0, 1]``)."""
+    if isinstance(node, ast.List | ast.Tuple) and node.elts:
+        return all(isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts)
+    return False
 
 
 _Callable = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 #: One call of a function: its positional arguments, keywords, and how many leading
 #: parameters the call does not pass (``self`` of ``__init__``).
-_CallSite = tuple[list[ast.expr], list[ast.keyword], int]
+_CallSite = tuple[list[ast.expr], list[ast.keyword], int, Scope]
+#: ``rpc_sync(to, fn, args=(...))`` and its kin call ``fn(*args)`` (on another worker).
+_RPCS = ("rpc_sync", "rpc_async", "remote")
 
 
 def _is_script(tree: ast.Module) -> bool:
@@ -423,10 +655,10 @@ def _init(cls: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     return None if init is None or init.decorator_list else init
 
 
-def _bind(args: ast.arguments, site: _CallSite) -> dict[str, ast.expr] | None:
+def _bind(args: ast.arguments, site: _CallSite, def_scope: Scope) -> dict[str, _Value] | None:
     """The argument each parameter gets at one call site (its default where not passed),
     or ``None`` where the call cannot be read (``*xs``, ``**kw``, a bad arity)."""
-    pos, keywords, skip = site
+    pos, keywords, skip, scope = site
     if any(isinstance(a, ast.Starred) for a in pos) or any(k.arg is None for k in keywords):
         return None
     positional = [*args.posonlyargs, *args.args]
@@ -435,36 +667,50 @@ def _bind(args: ast.arguments, site: _CallSite) -> dict[str, ast.expr] | None:
     positional = positional[skip:]
     if len(pos) > len(positional) and args.vararg is None:
         return None
-    bound = {p.arg: a for p, a in zip(positional, pos, strict=False)}
+    bound = {p.arg: (scope, a) for p, a in zip(positional, pos, strict=False)}
     for keyword in keywords:
         if keyword.arg is not None:
-            bound[keyword.arg] = keyword.value
+            bound[keyword.arg] = (scope, keyword.value)
     for param in [*positional, *args.kwonlyargs]:
         if param.arg not in bound:
             if param.arg not in defaults:
                 return None
-            bound[param.arg] = defaults[param.arg]
+            bound[param.arg] = (def_scope, defaults[param.arg])
     return bound
 
 
-def _spawn_site(call: ast.Call) -> _CallSite:
+def _spawn_site(call: ast.Call, scope: Scope) -> _CallSite:
     """``spawn(fn, args=(a, b))`` as a call ``fn(<index>, a, b)``."""
-    extra: ast.expr | None = call.args[1] if len(call.args) > 1 else None
+    return [ast.Constant(0), *_packed(call, 1)], [], 0, scope
+
+
+def _rpc_site(call: ast.Call, scope: Scope) -> _CallSite:
+    """``rpc_async(to, fn, args=(a, b))`` as a call ``fn(a, b)``; ``kwargs=`` makes it
+    unreadable."""
+    rest = _packed(call, 2)
+    if len(call.args) > 3 or any(k.arg in ("kwargs", None) for k in call.keywords):
+        rest = [ast.Starred(ast.Name(_UNKNOWN))]
+    return rest, [], 0, scope
+
+
+def _packed(call: ast.Call, at: int) -> list[ast.expr]:
+    """The ``args=`` tuple of a launcher call (or its positional argument ``at``)."""
+    extra: ast.expr | None = call.args[at] if len(call.args) > at else None
     extra = next((k.value for k in call.keywords if k.arg == "args"), extra)
     if extra is None:
-        rest: list[ast.expr] = []
-    elif isinstance(extra, ast.Tuple | ast.List):
-        rest = list(extra.elts)
-    else:
-        rest = [ast.Starred(extra)]  # unreadable: the call is not followed
-    return [ast.Constant(0), *rest], [], 0
+        return []
+    if isinstance(extra, ast.Tuple | ast.List):
+        return list(extra.elts)
+    return [ast.Starred(extra)]  # unreadable: the call is not followed
 
 
 def _is_spawn(call: ast.Call) -> bool:
     return _callee(call) in _SPAWNS and bool(call.args) and isinstance(call.args[0], ast.Name)
 
 
-def _call_site_values(tree: ast.Module) -> dict[int, dict[str, list[ast.expr]]]:
+def _call_site_values(
+    tree: ast.Module, nodes: list[tuple[Scope, ast.AST]]
+) -> dict[int, dict[str, list[_Value]]]:
     """The values the parameters of a script's own functions get at their call sites.
 
     Keyed by ``id`` of the function's ``ast.arguments``. Only in a script (a module with an
@@ -472,12 +718,18 @@ def _call_site_values(tree: ast.Module) -> dict[int, dict[str, list[ast.expr]]]:
     only for functions of :func:`_own_functions` whose every use in the module is a call
     that can be read, a ``torch.multiprocessing.spawn`` target (its first parameter the
     process index), or an argument to a parameter of such a function that is only used as
-    a spawn target (``run_demo(demo_basic, 8)``). A function used any other way, or never
-    called, is not followed: its parameters stay unknown.
+    a spawn target (``run_demo(demo_basic, 8)``), or the function of an RPC
+    (``rpc_async(to, fn, args=(...))``). A function used any other way, or never called,
+    is not followed: its parameters stay unknown. Each value comes with the scope it is
+    evaluated in (the caller's; the function's own for a default).
     """
     if not _is_script(tree):
         return {}
     functions = _own_functions(tree)
+    scope_of = {
+        id(n): s for s, n in nodes if isinstance(n, ast.Call | ast.FunctionDef | ast.ClassDef)
+    }
+    scope_of.update((id(n), s) for s, n in nodes if isinstance(n, ast.AsyncFunctionDef))
     sites: dict[str, list[_CallSite]] = {name: [] for name in functions}
     handled: set[int] = set()
     passed: list[tuple[str, str, int | str]] = []  # (function, callee, position or keyword)
@@ -488,7 +740,7 @@ def _call_site_values(tree: ast.Module) -> dict[int, dict[str, list[ast.expr]]]:
         if isinstance(func, ast.Name) and func.id in functions:
             handled.add(id(func))
             skip = 1 if isinstance(functions[func.id], ast.ClassDef) else 0
-            sites[func.id].append((node.args, node.keywords, skip))
+            sites[func.id].append((node.args, node.keywords, skip, scope_of[id(node)]))
             for i, a in enumerate(node.args):
                 if isinstance(a, ast.Name) and a.id in functions:
                     passed.append((a.id, func.id, i + skip))
@@ -500,31 +752,39 @@ def _call_site_values(tree: ast.Module) -> dict[int, dict[str, list[ast.expr]]]:
         first = node.args[0] if node.args else None
         if isinstance(first, ast.Name) and first.id in functions:
             if _is_spawn(node):
-                sites[first.id].append(_spawn_site(node))
+                sites[first.id].append(_spawn_site(node, scope_of[id(node)]))
                 handled.add(id(first))
             elif isinstance(func, ast.Name) and func.id == "super":
                 handled.add(id(first))  # super(Net, self).__init__()
+        second = node.args[1] if len(node.args) > 1 else None
+        if isinstance(second, ast.Name) and second.id in functions and _callee(node) in _RPCS:
+            sites[second.id].append(_rpc_site(node, scope_of[id(node)]))
+            handled.add(id(second))
     escaped = {
         node.id
         for node in ast.walk(tree)
         if isinstance(node, ast.Name) and node.id in functions and id(node) not in handled
     }
     for name, callee, where in passed:
-        spawned = _spawned_by(functions[callee], where)
+        spawned = _spawned_by(functions[callee], where, scope_of)
         if spawned is None:
             escaped.add(name)
         else:
             sites[name].extend(spawned)
-    out: dict[int, dict[str, list[ast.expr]]] = {}
+    out: dict[int, dict[str, list[_Value]]] = {}
     for name, node in functions.items():
         target_def = _init(node) if isinstance(node, ast.ClassDef) else node
         if name in escaped or not sites[name] or target_def is None:
             continue
-        binds = [_bind(target_def.args, site) for site in sites[name]]
+        own = (*scope_of[id(node)], node.name)  # defaults: the class or function scope
+        if isinstance(node, ast.ClassDef):
+            own = (*own, "__init__")
+        def_scope = own[:-1]
+        binds = [_bind(target_def.args, site, def_scope) for site in sites[name]]
         readable = [b for b in binds if b is not None]
         if len(readable) != len(binds):
             continue
-        params: dict[str, list[ast.expr]] = {}
+        params: dict[str, list[_Value]] = {}
         for b in readable:
             for param, value in b.items():
                 params.setdefault(param, []).append(value)
@@ -532,7 +792,9 @@ def _call_site_values(tree: ast.Module) -> dict[int, dict[str, list[ast.expr]]]:
     return out
 
 
-def _spawned_by(node: _Callable, where: int | str) -> list[_CallSite] | None:
+def _spawned_by(
+    node: _Callable, where: int | str, scope_of: dict[int, Scope]
+) -> list[_CallSite] | None:
     """The spawn calls through which function ``node`` calls the function passed as its
     parameter ``where``, or ``None`` when that parameter is used any other way."""
     if isinstance(node, ast.ClassDef):
@@ -552,5 +814,5 @@ def _spawned_by(node: _Callable, where: int | str) -> list[_CallSite] | None:
         elif isinstance(inner, ast.Call) and _is_spawn(inner):
             first = inner.args[0]
             if isinstance(first, ast.Name) and first.id == name:
-                spawns.append(_spawn_site(inner))
+                spawns.append(_spawn_site(inner, scope_of[id(inner)]))
     return spawns if spawns and uses == len(spawns) else None

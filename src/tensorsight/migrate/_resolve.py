@@ -173,8 +173,9 @@ class ModuleFacts:
             module was analysed with :func:`collect_facts_ast`; empty otherwise.
         module_classes: Classes of the module deriving from ``nn.Module`` (with
             :func:`._values.known_values`, also those of the rest of the project).
-        builders: Callees, as written (``models.resnet50``), that build a module: the
-            model builders of ``torchvision.models`` (set by :func:`._values.known_values`).
+        builders: Callees, as written (``models.resnet50``, ``to_tensor``), that return a
+            module or tensor: the model builders of ``torchvision.models`` and tensor-making
+            transforms (set by :func:`._values.known_values`).
     """
 
     bindings: dict[str, Binding]

@@ -25,7 +25,15 @@ Two passes, both cheap:
     ``for name, p in model.named_parameters()``);
   - a parameter or name annotated ``torch.Tensor``, ``nn.Parameter``, ``nn.Module`` or one
     of the project's module classes (also as a string, ``"torch.Tensor"``, or optional,
-    ``Tensor | None``: ``None.cuda()`` and ``None.to()`` fail alike).
+    ``Tensor | None``: ``None.cuda()`` and ``None.to()`` fail alike);
+  - a parameter of a module class's ``forward`` that the method passes, as the first
+    argument, to one of its torch layers (``self.encoder(input)``, ``self.encoder =
+    nn.Embedding(...)``) or to a ``torch.nn.functional`` function: those take tensors only,
+    so a caller passing anything else fails there whatever the migration does;
+  - the output of a torchvision transform that makes tensors: ``ToTensor()``,
+    ``PILToTensor()``, ``Normalize(...)``, ``ConvertImageDtype(...)``, a ``Compose([...])``
+    ending in one, through a name (``to_tensor = ToTensor()``, then ``to_tensor(img)``) or
+    directly, and ``transforms.functional.to_tensor``/``pil_to_tensor``/``normalize``.
 
 The analysis is flow-insensitive, like :mod:`._resolve`: a name counts when one of its
 assignments makes it a tensor or module. Receivers it cannot place stay unsafe fixes, which
@@ -114,6 +122,14 @@ _HINTS = frozenset(
 )
 _LOOP_NODES = (ast.For, ast.AsyncFor, ast.comprehension)
 _LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+#: torchvision transforms whose output is a tensor (``torchvision.transforms[.v2].<name>``).
+_TENSOR_TRANSFORMS = frozenset(
+    {"ToTensor", "PILToTensor", "Normalize", "ConvertImageDtype", "ToImage", "RandomErasing"}
+)
+_TENSOR_FUNCTIONS = frozenset(
+    f"torchvision.transforms.functional.{name}"
+    for name in ("to_tensor", "pil_to_tensor", "normalize", "convert_image_dtype")
+)
 
 
 def scan_module_classes(texts: Iterable[bytes]) -> frozenset[str]:
@@ -164,6 +180,7 @@ class _Values:
         self.classes = classes
         self.values: set[str] = set(facts.torch_values)
         self.loaders: set[str] = set()
+        self.transforms: set[str] = set()  # names holding a tensor-making transform
         self.imported: dict[str, str] = {}  # local name -> qualified, for _OTHER_ROOTS
 
     def qualify_other(self, node: ast.expr) -> str | None:
@@ -198,6 +215,10 @@ class _Values:
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.classes:
             return True
+        if _key(func) in self.transforms or self.is_transform(func):  # ToTensor()(img)
+            return True
+        if self.qualify_other(func) in _TENSOR_FUNCTIONS:
+            return True
         qualified = self.qualify(func)
         if qualified is not None:
             return not qualified.startswith("torch.cuda.") and qualified not in _LOADERS
@@ -205,6 +226,21 @@ class _Values:
             return True
         if isinstance(func, ast.Attribute) and (func.attr in CHAINS or func.attr.endswith("_")):
             return self.is_value(func.value)
+        return False
+
+    def is_transform(self, node: ast.expr) -> bool:
+        """A call building a torchvision transform whose output is a tensor."""
+        if not isinstance(node, ast.Call):
+            return False
+        name = self.qualify_other(node.func)
+        if name is None or not name.startswith("torchvision.transforms."):
+            return False
+        last = name.rsplit(".", 1)[-1]
+        if last in _TENSOR_TRANSFORMS:
+            return True
+        if last == "Compose" and node.args and isinstance(node.args[0], ast.List | ast.Tuple):
+            steps = node.args[0].elts
+            return bool(steps) and self.is_transform(steps[-1])
         return False
 
     def is_loader_call(self, node: ast.expr) -> bool:
@@ -278,6 +314,10 @@ def known_values(
                 ok = v.is_loader_call(value)
                 loader_keys[key] = loader_keys.get(key, True) and ok
     v.loaders = {k for k, ok in loader_keys.items() if ok}
+    for targets, value in assigns:
+        if v.is_transform(value):
+            v.transforms.update(k for t in targets if (k := _key(t)) is not None)
+    v.values.update(_forward_inputs(v, tree, assigns))
     for _ in range(4):  # a fixed point; real code settles in two rounds
         before = len(v.values)
         for targets, value in assigns:
@@ -299,8 +339,9 @@ def known_values(
     builders = frozenset(
         name
         for func in callees
-        if _is_model_builder(v.qualify_other(func)) and (name := _ast_dotted(func)) is not None
-    )
+        if (_is_model_builder(q := v.qualify_other(func)) or q in _TENSOR_FUNCTIONS)
+        and (name := _ast_dotted(func)) is not None
+    ) | frozenset(v.transforms)  # calls that return a tensor or module
     return replace(facts, torch_values=values, module_classes=frozenset(classes), builders=builders)
 
 
@@ -418,3 +459,35 @@ def _loop(v: _Values, loop: ast.For | ast.AsyncFor | ast.comprehension) -> None:
         k = _key(target.elts[1])
         if k is not None:
             v.values.add(k)
+
+
+def _forward_inputs(
+    v: _Values, tree: ast.Module, assigns: list[tuple[list[ast.expr], ast.expr]]
+) -> set[str]:
+    """Parameters of module classes' ``forward`` passed first to a torch layer of ``self``
+    or to a ``torch.nn.functional`` function (see the module doc)."""
+    layers: set[str] = set()  # `self.x` assigned a torch.nn layer (not a class of the project)
+    for targets, value in assigns:
+        if isinstance(value, ast.Call) and (q := v.qualify(value.func)) is not None:
+            last = q.rsplit(".", 1)[-1]
+            if q.startswith("torch.nn.") and last[:1].isupper() and last not in v.classes:
+                layers.update(k for t in targets if (k := _key(t)) and k.startswith("self."))
+    out: set[str] = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef) or cls.name not in v.classes:
+            continue
+        for method in cls.body:
+            if not isinstance(method, ast.FunctionDef) or method.name != "forward":
+                continue
+            a = method.args
+            params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs][1:]}
+            for node in ast.walk(method):
+                if not (isinstance(node, ast.Call) and node.args):
+                    continue
+                first = node.args[0]
+                if not (isinstance(first, ast.Name) and first.id in params):
+                    continue
+                qualified = v.qualify(node.func) or ""
+                if _key(node.func) in layers or qualified.startswith("torch.nn.functional."):
+                    out.add(first.id)
+    return out

@@ -165,10 +165,11 @@ def _migrate_impl(
     workers: int | None,
     progress: Callable[[int, int], None] | None,
 ) -> MigrationReport:
-    from tensorsight.migrate.runner import discover, project_module_classes, run_jobs
+    from tensorsight.migrate.runner import discover, project_facts, run_jobs
     from tensorsight.migrate.tensorflow import scan_tensorflow
 
     jobs, listed = discover(root)
+    classes, externals = project_facts(jobs) if len(jobs) > 1 else (frozenset(), {})
     done = 0
 
     def advance(n: int) -> None:
@@ -184,7 +185,8 @@ def _migrate_impl(
             unsafe_fixes=unsafe_fixes,
             workers=workers,
             progress=advance,
-            module_classes=project_module_classes(jobs) if len(jobs) > 1 else frozenset(),
+            module_classes=classes,
+            externals=externals,
         ),
         *listed,
     ]

@@ -16,8 +16,16 @@ from typing import TypeVar, cast
 
 import libcst as cst
 
-from tensorsight.migrate._bindings import EMPTY_BINDINGS, Bindings, collect_bindings
-from tensorsight.migrate._flow import EMPTY_FLOW, FlowFacts, collect_flow
+from tensorsight.migrate._bindings import ANY, EMPTY_BINDINGS, Bindings, Key, collect_bindings
+from tensorsight.migrate._flow import (
+    EMPTY_FLOW,
+    USE_KINDS,
+    External,
+    FlowFacts,
+    attribute_alias,
+    collect_flow,
+    cst_flow_key,
+)
 from tensorsight.migrate._resolve import ModuleFacts, dotted_name
 from tensorsight.migrate._values import CHAINS
 from tensorsight.migrate.model import Safety, Status
@@ -72,9 +80,11 @@ class RuleContext:
         unsafe_fixes: bool,
         target: str,
         tree: ast.Module | None = None,
+        external: External | None = None,
     ) -> None:
         self.facts = facts
         self._tree = tree
+        self._external = external
         self._flow: FlowFacts | None = None
         self._bindings: Bindings | None = None
         self.unsafe_fixes = unsafe_fixes
@@ -164,8 +174,44 @@ class RuleContext:
     def flow(self) -> FlowFacts:
         """Where values go through the module's names (:mod:`._flow`), computed on first use."""
         if self._flow is None:
-            self._flow = EMPTY_FLOW if self._tree is None else collect_flow(self._tree)
+            self._flow = (
+                EMPTY_FLOW
+                if self._tree is None
+                else collect_flow(self._tree, self.bindings, self._external)
+            )
         return self._flow
+
+    def flow_key(self, node: cst.BaseExpression | str) -> Key | None:
+        """The flow key (:class:`~._flow.FlowFacts`) of ``node`` read in the scope being
+        visited; a string is an attribute slot (a dict key, an option's ``dest``)."""
+        if isinstance(node, str):
+            return ANY, node
+        return cst_flow_key(self.bindings, self.scope, node, self.flow.modules)
+
+    def flow_holds(self, kind: str, node: cst.BaseExpression | str | None) -> bool:
+        """Whether the key of ``node`` is in the prepass's set ``kind`` (``"backend"``,
+        ``"device"``, ``"map_location"``, ``"index"``, ``"device_type"``, ``"cuda_string"``,
+        ``"indexed"``): what the value is used for or holds, here or across imports."""
+        if node is None:
+            return False
+        key = self.flow_key(node)
+        if key is None:
+            return False
+        keys: frozenset[Key] = getattr(self.flow, kind)
+        if key in keys:
+            return True
+        alias = attribute_alias(key)  # a field used as `cfg.x`: a use of the field too
+        return alias is not None and kind in USE_KINDS and alias in keys
+
+    def used_where(self, kind: str, node: cst.BaseExpression | str) -> str:
+        """``"in this file"``, or ``"in <file>:<line>"`` when ``node`` is used that way only
+        in another module of the project."""
+        key = self.flow_key(node)
+        for k in (key, None if key is None else attribute_alias(key)):
+            if k is not None and k in getattr(self.flow, kind):
+                where = self.flow.elsewhere.get((kind, k))
+                return f"in {where}" if where else "in this file"
+        return "in this file"
 
     @property
     def scope(self) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import os
 import tokenize
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -18,7 +18,9 @@ from pathlib import Path
 
 import libcst as cst
 
+from tensorsight.migrate._flow import External
 from tensorsight.migrate._prescan import Prescan
+from tensorsight.migrate._project import project_externals
 from tensorsight.migrate._values import scan_module_classes
 from tensorsight.migrate.model import Changed, Failed, FileResult, Site, Skipped, Unchanged
 from tensorsight.migrate.rule import MigrationRule
@@ -31,6 +33,7 @@ __all__ = [
     "Job",
     "discover",
     "migrate_file",
+    "project_facts",
     "project_module_classes",
     "run_jobs",
 ]
@@ -110,15 +113,27 @@ def _prescan_of(rules: tuple[type[MigrationRule], ...]) -> Prescan:
 
 def project_module_classes(jobs: Sequence[Job]) -> frozenset[str]:
     """The ``nn.Module`` subclasses defined anywhere in ``jobs`` (unreadable files skipped)."""
+    return project_facts(jobs)[0]
 
-    def texts() -> Iterable[bytes]:
-        for job in jobs:
-            try:
-                yield Path(job.path).read_bytes()
-            except OSError:
-                continue  # migrate_file reports it
 
-    return scan_module_classes(texts())
+def project_facts(jobs: Sequence[Job]) -> tuple[frozenset[str], dict[str, External]]:
+    """What the files of a project tell each other, from one read of every file: the
+    ``nn.Module`` subclasses defined anywhere (:func:`._values.scan_module_classes`) and,
+    per file, the CUDA values that reach it through imports (:mod:`._project`).
+    Unreadable files are skipped (:func:`migrate_file` reports them)."""
+    data: dict[str, bytes] = {}
+    for job in jobs:
+        try:
+            data[job.rel] = Path(job.path).read_bytes()
+        except OSError:
+            continue
+    classes = scan_module_classes(data.values())
+    texts = {rel: raw.decode("utf-8", "replace") for rel, raw in data.items()}
+    try:
+        externals = project_externals(texts)
+    except Exception:  # a bug here must not stop the migration: files are then read alone
+        externals = {}
+    return classes, externals
 
 
 def migrate_file(
@@ -128,10 +143,13 @@ def migrate_file(
     module_classes: frozenset[str] = frozenset(),
     *,
     prescan: bool = True,
+    external: External | None = None,
 ) -> FileResult:
     """Migrate one file; never raises (errors become :class:`Failed`).
 
     ``module_classes``: the project's ``nn.Module`` subclasses (:func:`project_module_classes`).
+    ``external``: what the file learns from the rest of the project (:func:`project_facts`);
+    such a file is always parsed, every rule active (the pre-scan sees one file only).
     With ``prescan`` (the default), a file whose tokens meet no rule's need
     (:mod:`._prescan`) is :class:`Unchanged` without being parsed; without it every
     non-empty file is parsed (the same results, for files that parse: a check of the
@@ -158,7 +176,7 @@ def migrate_file(
     if not code.strip():
         return Unchanged(job.rel)
     rules = ruleset.instantiate()
-    if prescan:
+    if prescan and external is None:
         active = _prescan_of(ruleset.rules).active(code)
         if active is None:
             return Unchanged(job.rel)
@@ -171,6 +189,7 @@ def migrate_file(
             unsafe_fixes=unsafe_fixes,
             target=target,
             module_classes=module_classes,
+            external=external,
         )
     except cst.ParserSyntaxError as exc:
         return Failed(
@@ -186,7 +205,7 @@ def migrate_file(
         return Unchanged(job.rel, result.sites)
     broken = compile_problem(result.new_code, job.rel)
     if broken is not None and compile_problem(code, job.rel) is None:
-        culprit = _culprit(code, job, ruleset, result.sites, unsafe_fixes, module_classes)
+        culprit = _culprit(code, job, ruleset, result.sites, unsafe_fixes, module_classes, external)
         return Failed(
             job.rel,
             f"was not written: the migrated code {broken}, produced by {culprit}; "
@@ -226,6 +245,7 @@ def _culprit(
     sites: Sequence[Site],
     unsafe_fixes: bool,
     module_classes: frozenset[str],
+    external: External | None,
 ) -> str:
     """The rule whose rewrites make ``code`` fail to compile: the file is migrated again
     without each rule that rewrote something, until the result compiles (rare, so slow is
@@ -241,6 +261,7 @@ def _culprit(
                 unsafe_fixes=unsafe_fixes,
                 target=ruleset.name,
                 module_classes=module_classes,
+                external=external,
             )
         except Exception:  # only a hint for the message; the file has failed anyway
             continue
@@ -250,9 +271,16 @@ def _culprit(
 
 
 def _run_chunk(
-    chunk: Sequence[Job], target: str, unsafe_fixes: bool, module_classes: frozenset[str]
+    chunk: Sequence[Job],
+    target: str,
+    unsafe_fixes: bool,
+    module_classes: frozenset[str],
+    externals: Sequence[External | None],
 ) -> list[FileResult]:
-    return [migrate_file(job, target, unsafe_fixes, module_classes) for job in chunk]
+    return [
+        migrate_file(job, target, unsafe_fixes, module_classes, external=ext)
+        for job, ext in zip(chunk, externals, strict=True)
+    ]
 
 
 def run_jobs(
@@ -263,6 +291,7 @@ def run_jobs(
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
     module_classes: frozenset[str] = frozenset(),
+    externals: Mapping[str, External] | None = None,
 ) -> list[FileResult]:
     """Migrate ``jobs``, in parallel processes when there are enough files.
 
@@ -273,15 +302,19 @@ def run_jobs(
         workers: Processes to use; ``None`` means one per CPU, ``1`` runs in this process.
         progress: Called with the number of files just finished.
         module_classes: The project's ``nn.Module`` subclasses (their ``.cuda()`` is safe).
+        externals: Per relative path, what the file learns through imports
+            (:func:`project_facts`).
 
     Returns:
         One result per job, in the order of ``jobs``.
     """
     workers = workers or os.cpu_count() or 1
+    externals = externals or {}
     if workers <= 1 or len(jobs) <= _CHUNK:
         out = []
         for job in jobs:
-            out.append(migrate_file(job, target, unsafe_fixes, module_classes))
+            ext = externals.get(job.rel)
+            out.append(migrate_file(job, target, unsafe_fixes, module_classes, external=ext))
             if progress is not None:
                 progress(1)
         return out
@@ -294,6 +327,7 @@ def run_jobs(
             _repeat(target, len(chunks)),
             _repeat(unsafe_fixes, len(chunks)),
             _repeat(module_classes, len(chunks)),
+            [[externals.get(j.rel) for j in chunk] for chunk in chunks],
         ):
             results.extend(chunk_results)
             if progress is not None:

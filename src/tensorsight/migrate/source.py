@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from tensorsight.migrate._flow import External
 from tensorsight.migrate._positions import starts
 from tensorsight.migrate._resolve import ModuleFacts, collect_facts, collect_facts_ast
 from tensorsight.migrate._scan import hot_statements
@@ -71,8 +72,12 @@ def migrate_source(
     unsafe_fixes: bool = False,
     target: str = "accelerator",
     module_classes: frozenset[str] = frozenset(),
+    external: External | None = None,
 ) -> SourceResult:
     """Run ``rules`` over ``code``; raises ``libcst.ParserSyntaxError`` on bad syntax.
+
+    ``external``: the CUDA values that reach this module through the project's imports
+    (:mod:`._project`).
 
     ``module_classes`` names the ``nn.Module`` subclasses of the whole project
     (:func:`._values.scan_module_classes`): their instances' ``.cuda()`` is a safe fix.
@@ -90,7 +95,7 @@ def migrate_source(
     except SyntaxError:
         return _whole_module(code, rules, path, unsafe_fixes, target)
     facts = known_values(tree, collect_facts_ast(tree, code, ROOTS), module_classes)
-    ctx = RuleContext(facts, unsafe_fixes=unsafe_fixes, target=target, tree=tree)
+    ctx = RuleContext(facts, unsafe_fixes=unsafe_fixes, target=target, tree=tree, external=external)
     lines = code.splitlines(keepends=True)
     groups = _groups(tree)
     words = [*(w for rule in rules for w in rule.TRIGGERS), *_alias_words(facts)]

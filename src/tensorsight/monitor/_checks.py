@@ -42,11 +42,13 @@ class Series:
     """One watched tensor, the same from step to step.
 
     Attributes:
-        source: ``"activation"`` (a module output), ``"grad"`` (a parameter's gradient),
+        source: ``"activation"`` (a module output), ``"backward"`` (a gradient flowing
+            through a module in the backward pass), ``"grad"`` (a parameter's gradient),
             ``"state"`` (an optimizer state tensor) or ``"loss"``.
-        where: Module path (``""`` is the model itself) for activations, the parameter's
-            name for gradients and states, ``"loss"`` for the loss.
-        tensor: ``"output.<i>"``, ``"grad"``, the state's key (``"exp_avg"``) or ``"loss"``.
+        where: Module path (``""`` is the model itself) for activations and backward
+            gradients, the parameter's name for gradients and states, ``"loss"`` for the loss.
+        tensor: ``"output.<i>"``, ``"grad_output.<i>"`` / ``"grad_input.<i>"`` (backward),
+            ``"grad"``, the state's key (``"exp_avg"``) or ``"loss"``.
         dtype: The tensor's dtype name (``"float16"``).
         stat: ``"amax"`` (largest absolute value), ``"norm"`` (L2 norm) or ``"value"``.
     """
@@ -73,7 +75,7 @@ class Anomaly:
     Attributes:
         step: The training step (optimizer steps counted from 0).
         kind: One of :data:`KINDS`.
-        source: ``"activation"``, ``"grad"``, ``"state"`` or ``"loss"``.
+        source: ``"activation"``, ``"backward"``, ``"grad"``, ``"state"`` or ``"loss"``.
         where: Module path, parameter name or ``"loss"`` (see :class:`Series`).
         tensor: ``"output.0"``, ``"grad"``, ``"exp_avg"``, ``"loss"``, ...
         dtype: The tensor's dtype name.

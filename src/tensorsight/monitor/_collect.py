@@ -17,7 +17,13 @@ tag                        value
 ``weight_norm/group<i>``   L2 norm of all of group ``i``'s parameters
 ``weight_norm/param/<n>``  L2 norm of one parameter
 ``weight/<name>``          histogram of one parameter (float32 copy)
+``dataset_graph``          the data pipeline (``add_data_graph``), once
 =========================  ===================================================
+
+At the end, the hyperparameters carry the lineage too, under the names of MindSpore's
+``TrainLineage`` fields so both kinds of run line up in the HParams view: ``optimizer``,
+``batch_size``, ``loss_function``, ``train_dataset_size``, ``model_path`` (the last
+checkpoint) and ``network`` (the model's class; ``model`` is kept as well).
 """
 
 from __future__ import annotations
@@ -27,13 +33,24 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tensorsight.summary.lineage import (
+    TAG_DATA_GRAPH,
+    batch_size_of,
+    dataset_size_of,
+    lineage_of,
+)
+
 __all__ = [
     "HISTOGRAMS_BY_DEFAULT",
+    "TAG_DATA_GRAPH",
     "TAG_LOSS",
+    "batch_size_of",
+    "dataset_size_of",
     "group_norm",
     "histogram_names",
     "hparams_of",
     "learning_rates",
+    "lineage_of",
     "param_names",
     "tag_grad_norm",
     "tag_histogram",

@@ -4,6 +4,9 @@ Hooks, all removed by :meth:`Watch.close`:
 
 - a forward hook on every module (while gradients are enabled): the absolute maximum of each
   floating-point output, one reduction per output, kept on the device;
+- a forward pre-hook and, through the forward hook, tensor hooks (``backward=True``, the
+  default): the absolute maximum of the gradient flowing into each module output and out
+  towards each module input that requires one, reduced in the backward pass;
 - a forward pre-hook on the model, once: the batch size (the first tensor input's first
   dimension);
 - an optimizer step post-hook: the end of a step. It batches the gradients' L2 norms and the
@@ -18,9 +21,12 @@ disabled (evaluation) are not checked. A step that ``GradScaler`` skips (no
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import warnings
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -32,9 +38,13 @@ from tensorsight.errors import AnomalyError, TensorsightError, UsageError
 from tensorsight.monitor import _collect
 from tensorsight.monitor._checks import Anomaly, Checker, Series
 
-__all__ = ["ON_ANOMALY", "AnomalyWarning", "Watch", "watch"]
+__all__ = ["FINDINGS_VERSION", "ON_ANOMALY", "TAG_FINDINGS", "AnomalyWarning", "Watch", "watch"]
 
 _ACT_FOLD = 4096  # activation statistics gathered before they are folded per series
+
+TAG_FINDINGS = "monitor/findings"
+FINDINGS_VERSION = 1
+_FINDINGS_PER_STEP = 256  # findings kept in one step's record; the rest are counted
 
 ON_ANOMALY = ("warn", "raise", "ignore")
 _WARN_LISTED = 3  # anomalies named in one warning
@@ -54,6 +64,10 @@ def watch(
     on_anomaly: str | None = None,
     dump_on_anomaly: str | os.PathLike[str] | None = None,
     monitor: bool | None = None,
+    backward: bool | None = None,
+    graph: bool | None = None,
+    data: Any = None,
+    loss_fn: Any = None,
     spike_factor: float | None = None,
     spike_window: int | None = None,
     dead_steps: int | None = None,
@@ -88,6 +102,19 @@ def watch(
             ``rank<r>/step<S>``. With ``on_anomaly="raise"`` the error is raised after
             that step, so the dump exists.
         monitor: Run the checks (default True); False logs only.
+        backward: Also check the gradients flowing through each module in the backward
+            pass (default True): the gradient arriving at each floating-point output
+            (``grad_output.<i>``) and the one leaving towards each input that requires a
+            gradient (``grad_input.<i>``), so a NaN born in a backward pass is named at the
+            module whose backward made it.
+        graph: Record the model's graph once, at the end of step 0, by running the model
+            again on step 0's positional inputs under ``torch.no_grad()`` with
+            ``SummaryWriter.add_graph`` (the dispatch-mode recorder: ATen ops, dtypes, module
+            paths); buffers and random-number state are restored afterwards, so training is
+            unchanged. Default True; a model called with keyword arguments only is skipped.
+        data: The training ``DataLoader`` (or dataset): its pipeline is logged once as
+            ``dataset_graph``, and its batch size and dataset size go into the lineage.
+        loss_fn: The loss function or module, named in the lineage (``loss_function``).
         spike_factor: A statistic above this many times its running median is a spike
             (default 10).
         spike_window: Steps in the running median (default 50).
@@ -153,6 +180,10 @@ def watch(
         on_anomaly=action,
         dump_on_anomaly=dump_on_anomaly,
         monitor=True if monitor is None else bool(monitor),
+        backward=True if backward is None else bool(backward),
+        graph=True if graph is None else bool(graph),
+        data=data,
+        loss_fn=loss_fn,
         checker=checker,
     )._start()
 
@@ -187,6 +218,10 @@ class Watch:
         dump_on_anomaly: str | os.PathLike[str] | None,
         monitor: bool,
         checker: Checker,
+        backward: bool = True,
+        graph: bool = True,
+        data: Any = None,
+        loss_fn: Any = None,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -194,6 +229,12 @@ class Watch:
         self.on_anomaly = on_anomaly
         self.dump_on_anomaly = dump_on_anomaly
         self.monitor = monitor
+        self.backward = monitor and backward
+        self.data = data
+        self.loss_fn = loss_fn
+        self.checkpoint: str | None = None
+        self._graph_wanted = graph
+        self._graph_input: tuple[Any, ...] | None = None
         self.checker = checker
         self.step = 0
         self.rank = 0
@@ -210,6 +251,10 @@ class Watch:
         self._act_ids: list[int] = []
         self._act_vals: list[Any] = []
         self._act_series: dict[tuple[int, int, Any], int] = {}
+        self._grad_series: dict[tuple[int, str, Any], int] = {}
+        # id(tensor) -> (weak reference, version, series ids) of each tensor whose gradient
+        # is watched this step: one tensor hook per tensor, however many modules share it
+        self._grad_hooked: dict[int, tuple[Any, int, list[int]]] = {}
         self._losses: list[Any] = []
         self._last_loss: float | None = None
         self._warned: set[tuple[str, str, str, str]] = set()
@@ -238,6 +283,17 @@ class Watch:
         self._params = [list(g["params"]) for g in groups]
         flat = [n for names in self._names for n in names]
         self._hist = set(_collect.histogram_names(flat, self._histograms))
+        self._modules = [path for path, _ in self.model.named_modules()]
+        self._module_of = {
+            f"{path}.{name}" if path else name: path
+            for path, module in self.model.named_modules()
+            for name, _ in module.named_parameters(recurse=False)
+        }
+        if self.data is not None:
+            try:
+                writer.add_data_graph(_collect.TAG_DATA_GRAPH, self.data, 0)
+            except TensorsightError as exc:
+                warnings.warn(f"tensorsight.watch: no data pipeline: {exc}", stacklevel=3)
         self._handles.append(self.optimizer.register_step_post_hook(self._after_step))
         self._handles.append(
             self.model.register_forward_pre_hook(self._see_batch, with_kwargs=True)
@@ -245,6 +301,10 @@ class Watch:
         if self.monitor:
             for index, (path, module) in enumerate(self.model.named_modules()):
                 self._handles.append(module.register_forward_hook(self._hook_for(index, path)))
+                if self.backward:
+                    self._handles.append(
+                        module.register_forward_pre_hook(self._input_hook_for(index, path))
+                    )
         return self
 
     def close(self) -> None:
@@ -260,7 +320,16 @@ class Watch:
                 self._dump.close(complete=False, reason="tensorsight.watch closed mid-step")
                 self._dump = None
             metrics = {} if self._last_loss is None else {"hparam/loss": self._last_loss}
-            hp = _collect.hparams_of(self.optimizer, self.model, self.batch_size)
+            batch = _collect.batch_size_of(self.data) or self.batch_size
+            hp = _collect.hparams_of(self.optimizer, self.model, batch)
+            hp.update(
+                _collect.lineage_of(
+                    loss_fn=self.loss_fn,
+                    dataset_size=None if self.data is None else _collect.dataset_size_of(self.data),
+                    checkpoint=self.checkpoint,
+                    network=self.model,
+                )
+            )
             self._writer.add_hparams(hp, metrics, global_step=self.step)
         finally:
             self._writer.close()
@@ -292,8 +361,15 @@ class Watch:
         else:
             self._losses.append(torch.tensor([float(loss)]))
 
+    def log_checkpoint(self, path: str | os.PathLike[str]) -> None:
+        """Note a checkpoint just saved; the last one is the lineage's ``model_path``."""
+        self.checkpoint = os.fspath(path)
+
     # ---------------------------------------------------------------- hooks
     def _see_batch(self, module: Any, args: Any, kwargs: Any) -> None:
+        first = self._graph_wanted and self.step == 0 and self._graph_input is None
+        if first and args and not kwargs and self._torch.is_grad_enabled():
+            self._graph_input = tuple(args)
         if self.batch_size is None:
             torch = self._torch
             for leaf in torch.utils._pytree.tree_leaves((args, kwargs)):
@@ -309,6 +385,7 @@ class Watch:
         series = self._act_series
         ids = self._act_ids
         vals = self._act_vals
+        backward = self.backward
 
         def hook(module: Any, args: Any, output: Any) -> None:
             if self._dump is not None or not torch.is_grad_enabled():
@@ -328,10 +405,65 @@ class Watch:
                 low, high = aminmax(t.detach())
                 vals.append(low)
                 vals.append(high)
+                if backward and t.requires_grad:
+                    self._watch_grad(t, index, path, f"grad_output.{i}", consumer=False)
             if len(ids) > _ACT_FOLD:  # many forward passes before a step: keep it bounded
                 self._fold_activations()
 
         return hook
+
+    def _input_hook_for(self, index: int, path: str) -> Callable[[Any, Any], None]:
+        torch = self._torch
+        tensor_type = torch.Tensor
+        leaves = torch.utils._pytree.tree_leaves
+
+        def pre_hook(module: Any, args: Any) -> None:
+            if self._dump is not None or not torch.is_grad_enabled():
+                return
+            for i, t in enumerate(leaves(args)):
+                if isinstance(t, tensor_type) and t.requires_grad and t.is_floating_point():
+                    self._watch_grad(t, index, path, f"grad_input.{i}", consumer=True)
+
+        return pre_hook
+
+    def _watch_grad(self, t: Any, index: int, path: str, name: str, *, consumer: bool) -> None:
+        """Check the gradient of ``t`` in the backward pass, as seen by module ``path``.
+
+        A tensor is the output of one module and the input of the next: it gets one tensor
+        hook, and its series list names the consumers first, so a gradient that goes bad in
+        a module's backward is reported at that module (``grad_input``) before the producer
+        that merely receives it (``grad_output``). A tensor changed in place since it was
+        hooked is a new tensor (its version moved on).
+        """
+        key = (index, name, t.dtype)
+        sid = self._grad_series.get(key)
+        if sid is None:
+            sid = self.checker.add(Series("backward", path, name, _dtype(t), "amax"))
+            self._grad_series[key] = sid
+        entry = self._grad_hooked.get(id(t))
+        if entry is not None and entry[0]() is t and entry[1] == t._version:
+            if sid not in entry[2]:
+                if consumer:
+                    entry[2].insert(0, sid)
+                else:
+                    entry[2].append(sid)
+            return
+        series = [sid]
+        self._grad_hooked[id(t)] = (weakref.ref(t), t._version, series)
+        aminmax = self._torch.aminmax
+        ids = self._act_ids
+        vals = self._act_vals
+
+        def grad_hook(grad: Any) -> None:
+            if grad is None or not grad.numel() or self._dump is not None:
+                return
+            low, high = aminmax(grad.detach())
+            for s in series:
+                ids.append(s)
+                vals.append(low)
+                vals.append(high)
+
+        t.register_hook(grad_hook)
 
     def _fold_activations(self) -> None:
         """Keep one (min, max) per series of what the hooks gathered since the last step."""
@@ -343,6 +475,7 @@ class Watch:
             highs.setdefault(sid, []).append(self._act_vals[2 * j + 1])
         self._act_ids.clear()  # the hooks hold these lists: refill them in place
         self._act_vals.clear()
+        self._grad_hooked = {k: v for k, v in self._grad_hooked.items() if v[0]() is not None}
         for sid, low in lows.items():  # one series: one module output, one device and dtype
             self._act_ids.append(sid)
             self._act_vals.append(torch.stack(low).amin())  # NaN propagates, as in aminmax
@@ -357,8 +490,15 @@ class Watch:
             found = self._step_impl(step)
         finally:
             self.step = step + 1
+        if self._graph_wanted and step == 0:
+            self._record_graph()
+        dumped = len(self.dumps)
         if found and self.dump_on_anomaly is not None and not self._dumped_once:
             self._start_dump(step + 1)
+        if self.monitor and (found or step == 0):
+            self._write_findings(
+                step, found, self.dumps[dumped] if len(self.dumps) > dumped else None
+            )
         pending, self._pending_raise = self._pending_raise, None
         if pending is not None:
             raise AnomalyError(pending)
@@ -413,6 +553,7 @@ class Watch:
         act_ids, act_vals = list(self._act_ids), list(self._act_vals)
         self._act_ids.clear()  # the hooks hold these lists: empty them in place
         self._act_vals.clear()
+        self._grad_hooked.clear()
         if act_vals:
             by_dtype: dict[Any, list[Any]] = {}
             order: dict[Any, list[int]] = {}
@@ -516,6 +657,71 @@ class Watch:
                 w.add_scalar(f"monitor/{kind}", float(n), step)
             w.add_text("monitor/events", "\n".join(f"- {a.describe()}" for a in found), step)
 
+    def _record_graph(self) -> None:
+        """The model's graph, once, from step 0's inputs (see ``graph`` in :func:`watch`)."""
+        self._graph_wanted = False
+        args, self._graph_input = self._graph_input, None
+        if args is None:
+            return
+        torch = self._torch
+        model = self.model
+        saved = [b.detach().clone() for b in model.buffers()]  # BatchNorm's running stats
+        devices = sorted(
+            {p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"}
+        )
+        try:
+            with torch.random.fork_rng(devices=devices):  # dropout draws nothing for real
+                self._writer.add_graph(model, args)
+        except TensorsightError as exc:
+            warnings.warn(f"tensorsight.watch: no graph: {exc}", stacklevel=4)
+        finally:
+            with torch.no_grad():
+                for buffer, value in zip(model.buffers(), saved, strict=True):
+                    buffer.copy_(value)
+
+    def _write_findings(
+        self, step: int, found: list[Anomaly], dump: tuple[int, str] | None
+    ) -> None:
+        """One ``monitor/findings`` record: the step's findings as UTF-8 JSON in a uint8
+        tensor (spec: ``docs/guide/watch.md``, "What the board reads"). The first step's
+        record also lists every module, so the board's heat map has a row for each."""
+        kept = found[:_FINDINGS_PER_STEP]
+        doc: dict[str, Any] = {
+            "version": FINDINGS_VERSION,
+            "step": step,
+            "findings": [
+                {
+                    "kind": a.kind,
+                    "source": a.source,
+                    "module": self._module_for(a),
+                    "where": a.where,
+                    "tensor": a.tensor,
+                    "dtype": a.dtype,
+                    "stat": a.stat,
+                    "value": _json_number(a.value),
+                    "reference": None if a.reference is None else _json_number(a.reference),
+                }
+                for a in kept
+            ],
+            "truncated": len(found) - len(kept),
+        }
+        if step == 0:
+            doc["modules"] = self._modules
+        if dump is not None:
+            doc["dump"] = {"step": dump[0], "path": dump[1]}
+        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        payload = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        self._writer.add_tensor(TAG_FINDINGS, payload, step)
+
+    def _module_for(self, a: Anomaly) -> str | None:
+        """The module a finding belongs to (``None``: the loss)."""
+        if a.source in ("grad", "state"):
+            owner: str = self._module_of.get(a.where, a.where.rpartition(".")[0])
+            return owner
+        if a.source == "loss":
+            return None
+        return a.where
+
     # ---------------------------------------------------------------- anomalies
     def _act(self, step: int, found: list[Anomaly]) -> None:
         if self.on_anomaly == "ignore":
@@ -562,6 +768,15 @@ class Watch:
             warnings.warn(f"watch: no dump of step {step}: {exc}", AnomalyWarning, stacklevel=4)
             return
         self.dumps.append((step, os.fspath(session.path)))
+
+
+def _json_number(v: float) -> float | str:
+    """Finite as is; NaN and ±Inf as ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict JSON)."""
+    if math.isfinite(v):
+        return v
+    if math.isnan(v):
+        return "NaN"
+    return "Infinity" if v > 0 else "-Infinity"
 
 
 def _label(a: Anomaly) -> str:

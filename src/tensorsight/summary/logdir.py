@@ -403,8 +403,29 @@ class Logdir:
                         )  # fmt: skip
         return rows
 
-    def _records(self, run: str, kind: str, tag: str) -> list[Any]:
-        recs = self._run(run).records[kind].get(tag)
+    def records(self, run: str, kind: str, tag: str) -> list[Any]:
+        """The records of ``tag`` of ``kind`` in ``run``, in file order.
+
+        One accessor for every kind of :data:`~tensorsight.summary.records.KINDS` but
+        ``scalars`` (see :meth:`scalars`): each record is the kind's frozen record type
+        (``HistogramRecord``, ``ImageRecord``, ...; for ``graphs``, a one-element list of the
+        :class:`Graph`). The named accessors below (``histograms``, ``images``...) are this
+        call with the kind filled in.
+
+        Raises:
+            UsageError: ``run``, ``kind`` or ``tag`` is unknown (the message lists the choices).
+        """
+        store = self._run(run)
+        if kind == "graphs":
+            return [self.graph(run, tag)]
+        if kind not in store.records or kind == "scalars":
+            choices = ", ".join(k for k in KINDS if k != "scalars")
+            msg = (
+                f"Kind {kind!r}: not a record kind. Expected one of: {choices} "
+                "(scalars: use Logdir.scalars)."
+            )
+            raise UsageError(msg)
+        recs = store.records[kind].get(tag)
         if recs is None:
             msg = (
                 f"Tag {tag!r}: run {run!r} has no {kind} under this name. "
@@ -426,43 +447,43 @@ class Logdir:
 
     def histograms(self, run: str, tag: str) -> list[HistogramRecord]:
         """Histogram records of a tag, in file order."""
-        return self._records(run, "histograms", tag)
+        return self.records(run, "histograms", tag)
 
     def images(self, run: str, tag: str) -> list[ImageRecord]:
         """Image records (one per image; ``index`` numbers images of one step)."""
-        return self._records(run, "images", tag)
+        return self.records(run, "images", tag)
 
     def audio(self, run: str, tag: str) -> list[AudioRecord]:
         """Audio records of a tag."""
-        return self._records(run, "audio", tag)
+        return self.records(run, "audio", tag)
 
     def text(self, run: str, tag: str) -> list[TextRecord]:
         """Text records of a tag."""
-        return self._records(run, "text", tag)
+        return self.records(run, "text", tag)
 
     def tensors(self, run: str, tag: str) -> list[TensorRecord]:
         """Tensor records of a tag (bfloat16 kept as raw bits; see TensorRecord)."""
-        return self._records(run, "tensors", tag)
+        return self.records(run, "tensors", tag)
 
     def pr_curves(self, run: str, tag: str) -> list[PrCurveRecord]:
         """Precision-recall curves of a tag."""
-        return self._records(run, "pr_curves", tag)
+        return self.records(run, "pr_curves", tag)
 
     def hparams(self, run: str, tag: str) -> list[HParamsRecord]:
         """hparams-plugin records (and MindSpore lineage) of a tag."""
-        return self._records(run, "hparams", tag)
+        return self.records(run, "hparams", tag)
 
     def landscapes(self, run: str, tag: str) -> list[LandscapeRecord]:
         """Loss landscapes of a tag."""
-        return self._records(run, "landscapes", tag)
+        return self.records(run, "landscapes", tag)
 
     def data_graphs(self, run: str, tag: str) -> list[DataGraphRecord]:
         """Data-pipeline graphs of a tag."""
-        return self._records(run, "data_graphs", tag)
+        return self.records(run, "data_graphs", tag)
 
     def embeddings(self, run: str, tag: str) -> list[EmbeddingRecord]:
         """Projector embeddings of a tag (paths only; see ``summary.projector.load_embedding``)."""
-        return self._records(run, "embeddings", tag)
+        return self.records(run, "embeddings", tag)
 
     def graph(self, run: str, tag: str | None = None) -> Graph | None:
         """The computational graph ``tag`` of ``run`` (default: ``"graph"``, else the first).

@@ -171,7 +171,7 @@ def test_unsafe_types_big_clips_and_unknown_rates(monkeypatch):
 def test_a_provider_that_lists_a_tag_it_cannot_read():
     provider = InMemoryProvider()
     provider.add_audio("mem", "a", AudioClip(0, 1.0, 0, wav(10, 8000), 8000.0, "audio/wav"))
-    provider.read_audio = lambda run, tag: (_ for _ in ()).throw(KeyError(tag))  # type: ignore[method-assign]
+    provider.read_records = lambda run, kind, tag: (_ for _ in ()).throw(KeyError(tag))  # type: ignore[method-assign]
     client = TestClient(create_app(provider))
     r = client.get("/api/views/audio/audio", params={"run": "mem", "tag": "a"})
     assert r.status_code == 404

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -28,9 +29,21 @@ def test_histogram_record_thinning_keeps_first_and_last(provider):
     assert body["total_records"] == 3
 
 
-def test_histogram_answer_is_the_bytes_json_would_write():
-    """The route's own encoder writes what JSONResponse writes for series_impl's answer,
-    across repeated and distinct values, -0.0, NaN, infinities and missing fields."""
+def _same(a, b):
+    """JSON values equal as numbers, ``-0.0`` kept apart from ``0``."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float | int) and isinstance(b, float | int):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return a == b
+
+
+def test_histogram_answer_holds_the_values_json_would_write():
+    """The route's own encoder (from the stored arrays, each distinct number once) parses to
+    series_impl's answer, across repeated and distinct values, -0.0, NaN, infinities and
+    missing fields, with fewer bytes than json.dumps."""
     rng = np.random.default_rng(7)
     shared = np.cumsum(rng.random(40)) - 10.0  # one bucket set, as writers use
     p = InMemoryProvider()
@@ -60,17 +73,30 @@ def test_histogram_answer_is_the_bytes_json_would_write():
             ),
         )
     for limit in (2, 7, 500):
-        expected = json.dumps(
-            hist_impl(p, "rün/ä", "weights", limit=limit),
-            ensure_ascii=False,
-            allow_nan=False,
-            separators=(",", ":"),
-        ).encode()
-        assert series_json(p, "rün/ä", "weights", limit=limit) == expected
+        expected = hist_impl(p, "rün/ä", "weights", limit=limit)
+        got = series_json(p, "rün/ä", "weights", limit=limit)
+        assert _same(json.loads(got), expected)
+        dumped = json.dumps(expected, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        assert len(got) < len(dumped.encode())
     body = json.loads(series_json(p, "rün/ä", "weights"))
     assert body["records"][3]["edges"][1:3] == [-0.0, 0.0]
     assert str(body["records"][3]["edges"][1]) == "-0.0"
-    assert body["records"][6]["counts"][:1] == ["NaN"]
+    assert body["records"][6]["counts"][:2] == ["NaN", int(body["records"][6]["counts"][1])]
+    assert body["records"][6]["counts"][4] == "-Infinity"
+
+
+def test_histograms_default_to_the_records_the_chart_shows(client):
+    from tensorsight.board.views.histograms import LIMIT
+
+    p = InMemoryProvider()
+    for step in range(LIMIT * 3):
+        p.add_histogram("r", "w", HistogramRecord(step, 0.0, (0.0, 1.0), (float(step),)))
+    body = json.loads(series_json(p, "r", "w"))
+    assert body["total_records"] == LIMIT * 3
+    steps = [r["step"] for r in body["records"]]
+    assert len(steps) == LIMIT
+    assert (steps[0], steps[-1]) == (0, LIMIT * 3 - 1)
+    assert [r["counts"] for r in body["records"][:2]] == [[0], [steps[1]]]
 
 
 def test_histogram_tags(client):

@@ -478,3 +478,57 @@ def test_one_far_ratio_sends_its_block_to_the_general_logarithm(where):
     target[0], target[1] = 0.0, 3.0
     target[where] = 2.9 if bench[where] < 1.5 else 0.1
     assert _agree(bench, target).values["kl_div"] > 1e-6
+
+
+def _raw_squares(kernel, x, y, kx, ky):
+    """The pass's sums of x*x and y*y (acc[16], acc[17]) over one chunk shifted by kx, ky."""
+    fn = kernel.f32 if x.dtype == np.float32 else kernel.f64
+    acc = np.zeros(18)
+    lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
+    fn(
+        x.ctypes.data,
+        y.ctypes.data,
+        x.size,
+        kx,
+        ky,
+        lo,
+        1 / (hi - lo),
+        lo,
+        1 / (hi - lo),
+        2.0**-126,
+        acc.ctypes.data,
+    )
+    return acc[16], acc[17]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shift_in_rms", [0.0, 3.0, 7.0, 50.0, 1e6])
+def test_sums_of_squares_whatever_the_chunk_shift(kernel, dtype, shift_in_rms):
+    """The explicit loops derive sum x^2 from the shifted sums; far shifts (a chunk whose
+    first element is an outlier) cancel digits there, so those blocks sum x^2 directly: the
+    result stays within 1e-12 of the exact sum for every shift."""
+    rng = np.random.default_rng(15)
+    n = 3 * 8192 + 13  # several blocks and a tail
+    x = (rng.standard_normal(n) * 2 + 0.5).astype(dtype)
+    y = (x * (1 + 1e-3 * rng.standard_normal(n))).astype(dtype)
+    rms = float(np.sqrt(np.mean(x.astype(np.float64) ** 2)))
+    kx = ky = float(dtype(shift_in_rms * rms))
+    got = _raw_squares(kernel, x, y, kx, ky)
+    for a, g in zip((x, y), got, strict=True):
+        exact = float(np.sum(a.astype(np.longdouble) ** 2))
+        assert g == pytest.approx(exact, rel=1e-12, abs=0)
+
+
+def test_cosine_and_scale_fit_when_a_chunk_starts_with_an_outlier():
+    """Each chunk's first element is its shift: an outlier there sends the raw sums of
+    squares to the direct loop; cosine and the scale fit still agree with numpy."""
+    rng = np.random.default_rng(16)
+    n = 2 * NATIVE_CHUNK_ELEMS + 7
+    bench = rng.standard_normal(n).astype(np.float32)
+    target = (bench * (1 + 1e-3 * rng.standard_normal(n))).astype(np.float32)
+    bench[0] = target[0] = 3e4
+    bench[NATIVE_CHUNK_ELEMS] = -2e5
+    target[NATIVE_CHUNK_ELEMS] = -2.1e5
+    c = _agree(bench, target)
+    n_ref = compare_arrays(bench, target, native=False)
+    assert c.scale_fit == pytest.approx(n_ref.scale_fit, rel=1e-12)

@@ -273,7 +273,10 @@ def test_a_device_read_from_another_object_is_not_an_index():
         "        return torch.ones(2).to(device)\n"
         'if __name__ == "__main__":\n    M(0)\n'
     )
-    assert "device" not in collect_flow(ast.parse(code)).index_slots
+    flow = collect_flow(ast.parse(code))
+    assert (("M", "forward"), "device") not in flow.index
+    # per scope: the constructor's parameter, passed 0 by the one call, is an index
+    assert (("M", "__init__"), "device") in flow.index
     check(ReplaceDeviceIndexRule, code, None, statuses=[])
 
 
@@ -285,3 +288,26 @@ def test_a_parameter_only_passed_on_to_itself_gets_no_value():
     )
     assert "k" not in collect_flow(ast.parse(code)).index_slots
     assert _to_index_safety(code) == []
+
+
+def test_values_are_per_scope():
+    """Two functions' ``k`` are two keys: one holding an index does not depend on the other
+    (a parameter nobody calls), and the unknown one is not made an index by it."""
+    code = (
+        "import torch\n"
+        "def f():\n    k = 0\n    return torch.ones(1).to(k)\n"
+        "def g(k):\n    return torch.ones(1).to(k)\n"
+    )
+    flow = collect_flow(ast.parse(code))
+    assert (("f",), "k") in flow.index
+    assert (("g",), "k") not in flow.index
+    out = run("accelerator", code)
+    assert "torch.ones(1).to(torch.device(_device.type, k))" in out.new_code
+    assert out.new_code.count("_device.type, k") == 1, out.new_code
+
+
+def test_a_module_name_read_in_a_function_is_the_module_key():
+    code = "import torch\nk = 1\ndef f():\n    return torch.ones(1).to(k)\n"
+    flow = collect_flow(ast.parse(code))
+    assert ((), "k") in flow.index
+    assert "to(torch.device(_device.type, k))" in run("accelerator", code).new_code

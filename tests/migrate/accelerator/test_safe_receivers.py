@@ -247,3 +247,80 @@ def test_optional_annotations():
         """,
     )
     assert [s.status for s in out.sites] == ["rewritten"] * 3
+
+
+def _cuda_rows(code):
+    out = run("accelerator", code)
+    rows = [s for s in out.sites if s.rule_id == RULE_ID]
+    return out, {s.line: s.status for s in rows}
+
+
+def test_a_forward_input_passed_to_a_torch_layer_is_a_tensor():
+    code = """\
+        import torch
+        import torch.nn as nn
+        class Embed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = nn.Embedding(10, 4)
+            def forward(self, tokens, extra):
+                if torch.cuda.is_available():
+                    tokens = tokens.cuda()
+                    extra = extra.cuda()
+                return self.table(tokens)
+        """
+    out, rows = _cuda_rows(code)
+    assert rows == {9: "rewritten", 10: "manual"}, out.sites  # `extra` is never used as one
+    assert "tokens = tokens.to(_device)" in out.new_code
+
+
+def test_a_forward_input_of_a_class_that_is_not_a_module_stays_manual():
+    code = """\
+        import torch.nn.functional as F
+        class Helper:
+            def forward(self, x):
+                return F.relu(x.cuda())
+        """
+    _, rows = _cuda_rows(code)
+    assert rows == {4: "manual"}
+
+
+def test_torchvision_tensor_transforms_make_tensors():
+    code = """\
+        import torch
+        from torchvision import transforms
+        from torchvision.transforms import ToTensor
+        to_tensor = ToTensor()
+        prep = transforms.Compose([transforms.Resize(8), transforms.ToTensor()])
+        crop = transforms.Compose([transforms.CenterCrop(8)])
+        a = to_tensor(img).view(1, -1).cuda()
+        b = prep(img).cuda()
+        c = transforms.functional.to_tensor(img).cuda()
+        d = crop(img).cuda()
+        """
+    out, rows = _cuda_rows(code)
+    # a PIL-to-PIL pipeline (`crop`) gives no tensor: its `.cuda()` stays listed
+    assert rows == {7: "rewritten", 8: "rewritten", 9: "rewritten", 10: "manual"}, out.sites
+
+
+def test_cuda_with_an_index_the_flow_proves():
+    """``.cuda(device)`` where ``device`` is a constructor parameter that every call passes an
+    RPC target's rank from a loop over ``[0, 1]``: an integer, so the rewrite is safe."""
+    code = """\
+        import torch
+        import torch.distributed.rpc as rpc
+        class Model(torch.nn.Module):
+            def __init__(self, device):
+                super().__init__()
+                self.fc = torch.nn.Linear(2, 2).cuda(device)
+        def trainer(rank):
+            return Model(rank)
+        def other(d):
+            return torch.nn.Linear(2, 2).cuda(d)
+        if __name__ == "__main__":
+            for r in [0, 1]:
+                rpc.rpc_async("w", trainer, args=(r,))
+        """
+    out, rows = _cuda_rows(code)
+    assert rows == {6: "rewritten", 10: "manual"}, out.sites
+    assert "torch.nn.Linear(2, 2).to(torch.device(_device.type, device))" in out.new_code

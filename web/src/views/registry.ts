@@ -19,4 +19,5 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   pr_curves: () => import("./pr_curves/index"),
   custom_scalars: () => import("./custom_scalars/index"),
   embeddings: () => import("./embeddings/index"),
+  monitor: () => import("./monitor/index"),
 };

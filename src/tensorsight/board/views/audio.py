@@ -103,7 +103,7 @@ def _entry(i: int, clip: AudioClip) -> dict[str, Any]:
 def _read(provider: DataProvider, run: str, tag: str) -> list[AudioClip]:
     lookup(provider, "audio", run, tag)
     try:
-        return provider.read_audio(run, tag)
+        return provider.read_records(run, "audio", tag)
     except KeyError:
         msg = f"Run {run[:200]!r} has no audio tag {tag[:200]!r}."
         raise NotFound(msg) from None

@@ -177,11 +177,11 @@ R = TypeVar("R", bound=_Stepped)
 
 
 def read_records(
-    read: Callable[[str, str], Sequence[R]], run: str, tag: str, *, what: str
-) -> Sequence[R]:
-    """``read(run, tag)`` from the provider, or NotFound for an unknown or empty tag."""
+    provider: DataProvider, kind: str, run: str, tag: str, *, what: str
+) -> Sequence[Any]:
+    """``provider.read_records(run, kind, tag)``, or NotFound for an unknown or empty tag."""
     try:
-        records = read(run, tag)
+        records = provider.read_records(run, kind, tag)
     except KeyError:
         msg = f"Run {run[:200]!r} has no {what.lower()} tag {tag[:200]!r}."
         raise NotFound(msg) from None

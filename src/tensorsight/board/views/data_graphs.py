@@ -27,7 +27,7 @@ __all__ = ["DataGraphsView", "graph_impl"]
 def graph_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any]:
     """Every record of a data-graph tag: nodes with JSON-safe params, and edges."""
     try:
-        records = provider.read_data_graphs(run, tag)
+        records = provider.read_records(run, "data_graphs", tag)
     except KeyError:
         msg = f"Run {run[:200]!r} has no data graph {tag[:200]!r}."
         raise NotFound(msg) from None

@@ -96,7 +96,7 @@ def embeddings_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any
     """
     lookup(provider, "embeddings", run, tag)
     try:
-        entries = provider.read_embeddings(run, tag)
+        entries = provider.read_records(run, "embeddings", tag)
     except KeyError:
         entries = []
     return {

@@ -35,7 +35,7 @@ SAFE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "i
 def list_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any]:
     """Metadata of every image record of one tag, in step order."""
     lookup(provider, "images", run, tag)
-    records = provider.read_images(run, tag)
+    records = provider.read_records(run, "images", tag)
     return {
         "run": run,
         "tag": tag,
@@ -57,7 +57,7 @@ def list_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any]:
 def image_impl(provider: DataProvider, run: str, tag: str, i: int) -> tuple[bytes, str]:
     """The encoded bytes of record ``i`` and the media type to send them with."""
     lookup(provider, "images", run, tag)
-    records = provider.read_images(run, tag)
+    records = provider.read_records(run, "images", tag)
     if not 0 <= i < len(records):
         msg = f"Image tag {tag[:200]!r} has {len(records)} records; there is no record {i}."
         raise NotFound(msg)

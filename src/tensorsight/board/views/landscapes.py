@@ -40,7 +40,7 @@ def _f(v: float) -> float | None:
 
 
 def _records(provider: DataProvider, run: str, tag: str) -> Sequence[LandscapeData]:
-    return read_records(provider.read_landscapes, run, tag, what="Landscapes")
+    return read_records(provider, "landscapes", run, tag, what="Landscapes")
 
 
 def landscape_impl(

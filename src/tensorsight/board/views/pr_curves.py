@@ -91,7 +91,9 @@ def curves_impl(
         try:
             info = provider.run_info(run)
             records = (
-                provider.read_pr_curves(run, tag) if tag in info.tags.get("pr_curves", ()) else []
+                provider.read_records(run, "pr_curves", tag)
+                if tag in info.tags.get("pr_curves", ())
+                else []
             )
         except KeyError:
             records = []

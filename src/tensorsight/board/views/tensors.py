@@ -155,7 +155,7 @@ def stats(values: NDArray[Any]) -> dict[str, Any]:
 
 
 def _records(provider: DataProvider, run: str, tag: str) -> Sequence[TensorValue]:
-    return read_records(provider.read_tensors, run, tag, what="Tensors")
+    return read_records(provider, "tensors", run, tag, what="Tensors")
 
 
 def steps_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any]:

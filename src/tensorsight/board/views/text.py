@@ -35,7 +35,7 @@ def series_impl(provider: DataProvider, run: str, tag: str) -> dict[str, Any]:
         "tag": tag,
         "records": [
             {"step": r.step, "wall_time": r.wall_time, "text": r.text}
-            for r in provider.read_text(run, tag)
+            for r in provider.read_records(run, "text", tag)
         ],
     }
 

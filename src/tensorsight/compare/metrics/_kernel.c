@@ -25,13 +25,22 @@
  * ~3.8 cycles each, ymm or zmm; dropping both outright, in an experiment, saved <= 7 % on
  * AVX-512 and nothing measurable on AVX2, less than the ~6 pipe operations that a
  * reciprocal estimate and its Newton steps cost). AVX2 has 16 vector registers and the
- * pass's 17 accumulators:
+ * pass's 15 accumulators (and its constants and temporaries):
  * it runs in two passes over each run of TS_SUB elements (moments and KL, then errors, the
  * second reading the first's float64 copy from L1), so no accumulator spills to the
  * stack. Measured on an AMD EPYC (Zen 5, KVM), one thread, thread CPU time: AVX-512 ~9.4
  * cycles per 4 elements, AVX2 ~14.5 (was ~18), portable ~80 (was ~105). Each loop is
  * compiled with a per-function target attribute, so only the functions the CPU can run
  * are ever called.
+ * Both explicit loops are bound by their vector operations, not by memory: on that EPYC a
+ * pair of 8192 elements (in L1/L2) runs at the same ns per element as a pair of 2 x 64 MiB
+ * (AVX2 1.14 vs 1.19, AVX-512 0.68 vs 0.69), so blocking for the cache gains nothing; what
+ * counts is operations per element. Two such savings: the raw sums of squares are derived
+ * from the shifted ones per block (TS_RAW_SQ), and u = (x - lo) s is computed as
+ * fma(x - k, s, (k - lo) s) from the moments' x - k (k the chunk's shift), one operation
+ * fewer per side; the rounding of (k - lo) s shifts every u of the chunk alike, by at most
+ * an ulp of 1 (u is in [0, 1]), which moves KL relatively by ~eps / |s| (s = (u - v) /
+ * (u + v)), far inside the 1e-9 the tests require. Each saves ~2-3 %.
  *
  * acc layout (all doubles, zeroed by the caller):
  *   0 sx  1 sy  2 sxx(shifted) 3 syy(shifted) 4 sxy 5 sdd 6 sad 7 acc_rel 8 max_abs
@@ -208,6 +217,27 @@ static inline void ts_add_block(double *acc, const double *b) {
                                                                           : acc[i] + b[i];
 }
 
+/* The explicit loops accumulate only the shifted squares sum (x - k)^2 and derive the raw
+ * sum x^2 = sum (x - k)^2 + k (2 sum (x - k) + n k) per block (two FMAs per vector fewer).
+ * That is exact to a few roundings of its largest term, so it is kept only while those terms
+ * are within a factor 64 of the result (|k| up to ~8 rms: always for k = 0, as after a
+ * ReLU); otherwise (the block's first element an outlier) the raw sum is taken again over
+ * the block, which is still in cache. The bound keeps the derived sum within ~1e-12 of the
+ * directly accumulated one. */
+#define TS_RAW_SQ(NAME, CT, ATTR)                                                          \
+    ATTR static double NAME(const CT *p, int64_t n) {                                     \
+        double q = 0;                                                                     \
+        _Pragma("omp simd reduction(+:q)")                                                \
+        for (int64_t i = 0; i < n; i++) q += (double)p[i] * (double)p[i];                 \
+        return q;                                                                         \
+    }                                                                                     \
+    ATTR static inline double NAME##_derived(const CT *p, int64_t n, double k, double s,  \
+                                             double ss) {                                 \
+        double raw = ss + k * (2.0 * s + (double)n * k);                                  \
+        double big = (k < 0 ? -k : k) * (2.0 * (s < 0 ? -s : s) + (double)n * (k < 0 ? -k : k)); \
+        return big <= 64.0 * raw ? raw : NAME(p, n);                                      \
+    }
+
 #define TS_BLOCKED(NAME, BLOCK, CT, ATTR)                                                   \
     ATTR static void NAME(const CT *x, const CT *y, int64_t n, double kx, double ky,       \
                           double xo, double xsc, double yo, double ysc, double ulp_floor,  \
@@ -235,6 +265,11 @@ void ts_log_ratio_portable(const double *u, const double *v, int64_t n, double *
 
 #ifdef TS_X86
 /* ---------------------------------------------------------------- AVX2 + FMA, 4 lanes */
+
+TS_RAW_SQ(ts_avx2_sq_f32, float, TS_AVX2)
+TS_RAW_SQ(ts_avx2_sq_f64, double, TS_AVX2)
+TS_RAW_SQ(ts_avx512_sq_f32, float, TS_AVX512)
+TS_RAW_SQ(ts_avx512_sq_f64, double, TS_AVX512)
 
 /* the same series as ts_atanh8 (below) and its two shorter forms, 4 lanes at a time */
 TS_AVX2 static inline __m256d ts_atanh4(__m256d s, __m256d z) {
@@ -325,8 +360,8 @@ TS_AVX2 static inline int64_t ts_hadd4_i64(__m256i a) {
 
 /* TS_AVX512_BODY's steps on 4 lanes, in two passes over each run of TS_SUB elements (which
    stays in L1): the moments and KL, then the error metrics. AVX2 has 16 vector registers
-   and the pass's 17 accumulators do not fit in them: in one loop the compiler kept half of
-   them on the stack, a store and a reload on every iteration (~40 % of the loop's time on
+   and the pass's 15 accumulators (17 before the raw squares were derived) with its
+   temporaries do not fit in them: in one loop the compiler kept half of them on the stack, a store and a reload on every iteration (~40 % of the loop's time on
    Zen 5). Each pass is its own function whose accumulators are locals (loaded and stored
    once per run), so they stay in registers; the second pass reloads from L1. Masks are
    vectors, |.| clears the sign bit, the two "within" counts share one register (32-bit
@@ -334,7 +369,7 @@ TS_AVX2 static inline int64_t ts_hadd4_i64(__m256i a) {
 #define TS_SUB 1024
 
 typedef struct {
-    __m256d sx, sy, sxx, syy, sxy, rxx, ryy, ku, kd, ks;
+    __m256d sx, sy, sxx, syy, sxy, ku, kd, ks;
 } ts_mom4;
 
 typedef struct {
@@ -348,10 +383,10 @@ typedef struct {
     TS_AVX2 __attribute__((noinline)) static void ts_avx2_mom_##T(                          \
         const CT *x, const CT *y, int64_t n, const double *c, ts_mom4 *a, double *buf) {   \
         __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy, sxy = a->sxy;         \
-        __m256d rxx = a->rxx, ryy = a->ryy, ku = a->ku, kd = a->kd, ks = a->ks;           \
+        __m256d ku = a->ku, kd = a->kd, ks = a->ks;                                       \
         const __m256d KX = _mm256_set1_pd(c[0]), KY = _mm256_set1_pd(c[1]);               \
-        const __m256d XO = _mm256_set1_pd(c[2]), XSC = _mm256_set1_pd(c[3]);              \
-        const __m256d YO = _mm256_set1_pd(c[4]), YSC = _mm256_set1_pd(c[5]);              \
+        const __m256d CX = _mm256_set1_pd((c[0] - c[2]) * c[3]), XSC = _mm256_set1_pd(c[3]); \
+        const __m256d CY = _mm256_set1_pd((c[1] - c[4]) * c[5]), YSC = _mm256_set1_pd(c[5]); \
         const __m256d E32 = _mm256_set1_pd(EPS32);                                        \
         for (int64_t i = 0; i < n; i += 4) {                                              \
             _mm_prefetch((const char *)(x + i) + 4096, _MM_HINT_T0);                       \
@@ -363,18 +398,16 @@ typedef struct {
             sy = _mm256_add_pd(sy, ys);                                                    \
             sxx = _mm256_fmadd_pd(xs, xs, sxx);                                            \
             syy = _mm256_fmadd_pd(ys, ys, syy);                                            \
-            rxx = _mm256_fmadd_pd(X, X, rxx);                                              \
-            ryy = _mm256_fmadd_pd(Y, Y, ryy);                                              \
             sxy = _mm256_fmadd_pd(X, Y, sxy);                                              \
-            __m256d u = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(X, XO), XSC), E32);      \
-            __m256d v = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(Y, YO), YSC), E32);      \
+            __m256d u = _mm256_max_pd(_mm256_fmadd_pd(xs, XSC, CX), E32);                  \
+            __m256d v = _mm256_max_pd(_mm256_fmadd_pd(ys, YSC, CY), E32);                  \
             ku = _mm256_add_pd(ku, u);                                                     \
             __m256d umv = _mm256_sub_pd(u, v);                                             \
             kd = _mm256_sub_pd(kd, umv);                                                   \
             ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, umv), ks);                         \
         }                                                                                  \
         a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->sxy = sxy;                  \
-        a->rxx = rxx; a->ryy = ryy; a->ku = ku; a->kd = kd; a->ks = ks;                    \
+        a->ku = ku; a->kd = kd; a->ks = ks;                                                \
     }                                                                                      \
     TS_AVX2 __attribute__((noinline)) static void ts_avx2_err_##T(                          \
         const CT *x, const CT *y, int64_t n, double ulp_floor, ts_err4 *a) {               \
@@ -435,7 +468,7 @@ TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
 
 #define TS_AVX2_BODY(T, ERR)                                                                   \
     const __m256d zero = _mm256_setzero_pd();                                              \
-    ts_mom4 m = {zero, zero, zero, zero, zero, zero, zero, zero, zero, zero};              \
+    ts_mom4 m = {zero, zero, zero, zero, zero, zero, zero, zero};                          \
     ts_err4 e = {zero, zero, zero, zero, zero, zero, _mm256_setzero_si256()};              \
     const double c[6] = {kx, ky, xo, xsc, yo, ysc};                                       \
     double buf[2 * TS_SUB] __attribute__((aligned(32)));                                   \
@@ -468,8 +501,8 @@ TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
     acc[13] = ts_hadd4(m.ku) + tail[13];                                                   \
     acc[14] = ts_hadd4(m.kd) + tail[14];                                                   \
     acc[15] = ts_hadd4(m.ks) + tail[15];                                                   \
-    acc[16] = ts_hadd4(m.rxx) + tail[16];                                                  \
-    acc[17] = ts_hadd4(m.ryy) + tail[17];
+    acc[16] = ts_avx2_sq_##T##_derived(x, n4, kx, ts_hadd4(m.sx), ts_hadd4(m.sxx)) + tail[16]; \
+    acc[17] = ts_avx2_sq_##T##_derived(y, n4, ky, ts_hadd4(m.sy), ts_hadd4(m.syy)) + tail[17];
 
 TS_AVX2 static void ts_avx2_block_f32(const float *x, const float *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
@@ -569,17 +602,18 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
     const __m512d zero = _mm512_setzero_pd();                                              \
     __m512d sx = zero, sy = zero, sxx = zero, syy = zero, sxy = zero, sdd = zero;           \
     __m512d sad = zero, arel = zero, mabs = zero, mrel = zero, mulp = zero;                \
-    __m512d ku = zero, kd = zero, ks = zero, rxx = zero, ryy = zero;                       \
+    __m512d ku = zero, kd = zero, ks = zero;                                               \
     __m512i w1 = _mm512_setzero_si512(), w5 = _mm512_setzero_si512();                      \
     const __m512i ONE = _mm512_set1_epi64(1);                                              \
     const __m512d KX = _mm512_set1_pd(kx), KY = _mm512_set1_pd(ky);                        \
-    const __m512d XO = _mm512_set1_pd(xo), XSC = _mm512_set1_pd(xsc);                      \
-    const __m512d YO = _mm512_set1_pd(yo), YSC = _mm512_set1_pd(ysc);                      \
+    const __m512d CX = _mm512_set1_pd((kx - xo) * xsc), XSC = _mm512_set1_pd(xsc);          \
+    const __m512d CY = _mm512_set1_pd((ky - yo) * ysc), YSC = _mm512_set1_pd(ysc);          \
     const __m512d E32 = _mm512_set1_pd(EPS32), E64 = _mm512_set1_pd(EPS64);                \
     const __m512d T1 = _mm512_set1_pd(1e-3), T5 = _mm512_set1_pd(5e-3);                    \
     const __m512d FLOOR = _mm512_set1_pd(ulp_floor);                                        \
     const __m512i EXPMASK = _mm512_set1_epi64(0x7FF0000000000000LL);                        \
     const __m512i INVC = _mm512_set1_epi64(0x7FF0000000000000LL);                           \
+    const int floor_small = ulp_floor <= EPS64;                                            \
     int64_t n8 = n & ~(int64_t)7;                                                          \
     for (int64_t i = 0; i < n8; i += 8) {                                                  \
         /* the loop is compute-bound; prefetching 4 KiB ahead keeps DRAM latency off it */ \
@@ -591,8 +625,6 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
         sy = _mm512_add_pd(sy, ys);                                                        \
         sxx = _mm512_fmadd_pd(xs, xs, sxx);                                                \
         syy = _mm512_fmadd_pd(ys, ys, syy);                                                \
-        rxx = _mm512_fmadd_pd(X, X, rxx);                                                  \
-        ryy = _mm512_fmadd_pd(Y, Y, ryy);                                                  \
         sxy = _mm512_fmadd_pd(X, Y, sxy);                                                  \
         __m512d d = _mm512_sub_pd(X, Y);                                                   \
         sdd = _mm512_fmadd_pd(d, d, sdd);                                                  \
@@ -610,20 +642,21 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
            always (0 vs 0 included; t|y| is 0 only where |y| <= eps) */                  \
         __mmask8 in1 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(ay, T1), _CMP_LT_OQ);         \
         __mmask8 in5 = _mm512_cmp_pd_mask(ad, _mm512_mul_pd(ay, T5), _CMP_LT_OQ);         \
-        if (__builtin_expect(big != 0xFF, 0)) {                                            \
+        /* |d| 2**(1 - E), E = floor(log2 max(|y|, floor)): see ts_inv_binade2; while every \
+           |y| > eps >= floor the floor cannot apply */                                    \
+        __m512d e = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(ay), EXPMASK)); \
+        if (__builtin_expect((big != 0xFF) | !floor_small, 0)) {                           \
             __mmask8 z = _mm512_cmp_pd_mask(ad, zero, _CMP_EQ_OQ);                         \
             in1 |= z;                                                                      \
             in5 |= z;                                                                      \
+            e = _mm512_max_pd(e, FLOOR);                                                   \
         }                                                                                  \
         w1 = _mm512_mask_add_epi64(w1, in1, w1, ONE);                                      \
         w5 = _mm512_mask_add_epi64(w5, in5, w5, ONE);                                      \
-        /* |d| 2**(1 - E), E = floor(log2 max(|y|, floor)): see ts_inv_binade2 */                    \
-        __m512d e = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(ay), EXPMASK)); \
-        e = _mm512_max_pd(e, FLOOR);                                                       \
         __m512d inv = _mm512_castsi512_pd(_mm512_sub_epi64(INVC, _mm512_castpd_si512(e))); \
         mulp = _mm512_max_pd(mulp, _mm512_mul_pd(ad, inv));                                \
-        __m512d u = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(X, XO), XSC), E32);          \
-        __m512d v = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(Y, YO), YSC), E32);          \
+        __m512d u = _mm512_max_pd(_mm512_fmadd_pd(xs, XSC, CX), E32);                      \
+        __m512d v = _mm512_max_pd(_mm512_fmadd_pd(ys, YSC, CY), E32);                      \
         ku = _mm512_add_pd(ku, u);                                                         \
         __m512d umv = _mm512_sub_pd(u, v);                                                 \
         kd = _mm512_sub_pd(kd, umv);                                                       \
@@ -650,8 +683,10 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
     acc[13] = _mm512_reduce_add_pd(ku) + tail[13];                                         \
     acc[14] = _mm512_reduce_add_pd(kd) + tail[14];                                         \
     acc[15] = _mm512_reduce_add_pd(ks) + tail[15];                                         \
-    acc[16] = _mm512_reduce_add_pd(rxx) + tail[16];                                        \
-    acc[17] = _mm512_reduce_add_pd(ryy) + tail[17];
+    acc[16] = ts_avx512_sq_##T##_derived(x, n8, kx, _mm512_reduce_add_pd(sx),              \
+                                         _mm512_reduce_add_pd(sxx)) + tail[16];            \
+    acc[17] = ts_avx512_sq_##T##_derived(y, n8, ky, _mm512_reduce_add_pd(sy),              \
+                                         _mm512_reduce_add_pd(syy)) + tail[17];
 
 TS_AVX512 static void ts_avx512_block_f32(const float *x, const float *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import wave
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,10 +12,21 @@ import numpy as np
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "SCHEMA_VERSION", "encode"]
+__all__ = [
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "AudioRecord",
+    "decode",
+    "encode",
+]
 
 KIND = "audio"
+PLUGIN_NAME = "audio"  # TF2 tensor summaries; legacy values carry no plugin
 SCHEMA_VERSION = 0
 
 
@@ -57,3 +69,34 @@ def encode(tag: str, snd_tensor: object, sample_rate: int = 44100) -> Any:
             content_type="audio/wav",
         ),
     )
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class AudioRecord:
+    """One encoded audio clip (usually WAV) with its sample rate (0.0 when unknown)."""
+
+    step: int
+    wall_time: float
+    encoded: bytes
+    sample_rate: float
+    content_type: str
+    index: int = 0
+    label: str = ""
+
+
+def _utf8(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def decode(raw: Raw) -> list[AudioRecord]:
+    """A TF2 ``audio`` plugin tensor: ``(k, 2)`` rows of (encoded clip, label)."""
+    _, _, arr = decode_tensor(raw.tensor)
+    rows = arr.reshape(-1, 2) if arr.size else arr.reshape(0, 2)
+    return [
+        AudioRecord(raw.step, raw.wall_time, bytes(r[0]), 0.0, "audio/wav", i, _utf8(r[1]))
+        for i, r in enumerate(rows)
+    ]
+
+
+SPEC = Kind(KIND, AudioRecord, PLUGIN_NAME, decode)

@@ -10,12 +10,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tensorsight.errors import UsageError
-from tensorsight.summary.kinds._json_tensor import json_value
+from tensorsight.summary.kinds._json_tensor import json_value, load_versioned_json
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "PLUGIN_NAME", "SCHEMA_VERSION", "encode", "validate"]
+__all__ = [
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "DataGraphRecord",
+    "decode",
+    "decode_data_graph",
+    "encode",
+    "validate",
+]
 
 KIND = "data_graphs"
 PLUGIN_NAME = "tensorsight.data_graph"
@@ -78,3 +91,49 @@ def validate(tag: str, graph: Mapping[str, Any] | object) -> dict[str, Any]:
 def encode(tag: str, graph: Mapping[str, Any] | object) -> Any:
     """A ``Summary.Value`` holding the data graph ``graph`` (validated first)."""
     return json_value(tag, PLUGIN_NAME, validate(tag, graph))
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class DataGraphRecord:
+    """One data-pipeline graph (``add_data_graph`` or a MindSpore lineage dataset graph).
+
+    What ``Logdir.records(run, "data_graphs", tag)`` and the board's data layer
+    (``tensorsight.data.DataGraph`` is this type) return.
+
+    Attributes:
+        step: Step it was written at.
+        wall_time: Seconds since the epoch.
+        nodes: ``{"id", "type", "label", "params"}`` objects (see docs/formats/summaries.md).
+        edges: ``(source id, target id)`` pairs in the direction data flows.
+    """
+
+    step: int
+    wall_time: float
+    nodes: tuple[Mapping[str, Any], ...]
+    edges: tuple[tuple[str, str], ...]
+
+    SCHEMA_VERSION = 1  # of the record (the payload's is the module's SCHEMA_VERSION)
+
+
+def decode_data_graph(payload: bytes, *, step: int, wall_time: float, tag: str) -> DataGraphRecord:
+    """Parse one data-graph JSON payload.
+
+    Raises:
+        ValueError: The payload is not the documented JSON.
+        SchemaVersionError: ``version`` is newer than this reader knows.
+    """
+    doc = load_versioned_json(payload, what="Data graph", tag=tag, known=SCHEMA_VERSION)
+    nodes = tuple(dict(n) for n in doc.get("nodes", []))
+    edges = tuple((str(e[0]), str(e[1])) for e in doc.get("edges", []))
+    return DataGraphRecord(step, wall_time, nodes, edges)
+
+
+def decode(raw: Raw) -> list[DataGraphRecord]:
+    """A ``tensorsight.data_graph`` value (the JSON payload in a string scalar)."""
+    _, _, arr = decode_tensor(raw.tensor)
+    payload = bytes(arr.reshape(-1)[0])
+    return [decode_data_graph(payload, step=raw.step, wall_time=raw.wall_time, tag=raw.tag)]
+
+
+SPEC = Kind(KIND, DataGraphRecord, PLUGIN_NAME, decode)

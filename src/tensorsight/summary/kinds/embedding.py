@@ -16,12 +16,15 @@ import numpy as np
 
 from tensorsight.errors import UsageError
 from tensorsight.summary.kinds._convert import to_numpy
+from tensorsight.summary.kinds._kind import Kind
 from tensorsight.summary.kinds.image import encode_png, make_grid
 
 __all__ = [
     "KIND",
     "SCHEMA_VERSION",
+    "SPEC",
     "EmbeddingInfo",
+    "EmbeddingRecord",
     "config_pbtxt",
     "metadata_tsv",
     "sprite_png",
@@ -130,3 +133,28 @@ def config_pbtxt(embeddings: Sequence[EmbeddingInfo]) -> bytes:
         lines.append(f"  tensor_path: {_quote(info.tensor_path)}")
         lines.append("}")
     return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True)
+class EmbeddingRecord:
+    """One embedding of the projector (``add_embedding``), listed from ``projector_config.pbtxt``.
+
+    Only paths and names: the matrix, labels and sprite are read on demand with
+    :func:`tensorsight.summary.projector.load_embedding` (a matrix can take hundreds of MB).
+    Paths are absolute; ``metadata_path``/``sprite_path`` are ``None`` when the entry has none.
+    ``wall_time`` is 0.0: the files carry no training time. ``sprite_dim`` is the (width,
+    height) of one thumbnail.
+    """
+
+    step: int
+    wall_time: float
+    tensor_name: str
+    tensor_path: str
+    metadata_path: str | None = None
+    sprite_path: str | None = None
+    sprite_dim: tuple[int, int] | None = None
+
+
+# read from projector_config.pbtxt (summary/projector.py), not from event values
+SPEC = Kind(KIND, EmbeddingRecord)

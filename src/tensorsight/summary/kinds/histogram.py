@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -12,10 +13,24 @@ from numpy.typing import NDArray
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "SCHEMA_VERSION", "default_bins", "encode", "encode_raw"]
+__all__ = [
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "HistogramRecord",
+    "decode",
+    "decode_legacy",
+    "default_bins",
+    "encode",
+    "encode_raw",
+]
 
 KIND = "histograms"
+PLUGIN_NAME = "histograms"  # TF2 tensor summaries; legacy values carry no plugin
 SCHEMA_VERSION = 0
 
 
@@ -139,3 +154,54 @@ def encode_raw(
             bucket=counts.astype(np.float64).tolist(),
         ),
     )
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class HistogramRecord:
+    """One histogram: ``len(edges) == len(counts) + 1``; bucket i spans edges[i]..edges[i+1].
+
+    ``nan_count``/``pos_inf_count``/``neg_inf_count`` are set where the source records them
+    (MindSpore), else ``None``. ``min``/``max``/``num``/``sum``/``sum_squares`` come from
+    TensorBoard's legacy histogram (``None`` when absent).
+    """
+
+    step: int
+    wall_time: float
+    edges: NDArray[np.float64]
+    counts: NDArray[np.float64]
+    nan_count: int | None = None
+    pos_inf_count: int | None = None
+    neg_inf_count: int | None = None
+    min: float | None = None
+    max: float | None = None
+    num: float | None = None
+    sum: float | None = None
+    sum_squares: float | None = None
+
+
+def decode_legacy(step: int, wall_time: float, h: Any) -> HistogramRecord:
+    """The record of a legacy ``HistogramProto`` (right edges; ``min`` is the first left)."""
+    limits = np.asarray(h.bucket_limit, dtype=np.float64)
+    counts = np.asarray(h.bucket, dtype=np.float64)
+    if counts.size:
+        edges = np.concatenate([[h.min], limits[:-1], [h.max]]).astype(np.float64)
+    else:
+        edges = np.empty(0, np.float64)
+    return HistogramRecord(
+        step, wall_time, edges, counts, min=h.min, max=h.max, num=h.num, sum=h.sum,
+        sum_squares=h.sum_squares,
+    )  # fmt: skip
+
+
+def decode(raw: Raw) -> list[HistogramRecord]:
+    """A TF2 ``histograms`` plugin tensor: ``(k, 3)`` rows of (left, right, count)."""
+    _, _, arr = decode_tensor(raw.tensor)
+    data = np.asarray(arr, dtype=np.float64).reshape(-1, 3)
+    if data.shape[0] == 0:
+        return [HistogramRecord(raw.step, raw.wall_time, np.empty(0), np.empty(0))]
+    edges = np.concatenate([data[:, 0], data[-1:, 1]])
+    return [HistogramRecord(raw.step, raw.wall_time, edges, data[:, 2].copy())]
+
+
+SPEC = Kind(KIND, HistogramRecord, PLUGIN_NAME, decode)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import is_torch_tensor, plugin_metadata, to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
 
 __all__ = [
     "EXPERIMENT_TAG",
@@ -17,6 +19,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "SESSION_END_INFO_TAG",
     "SESSION_START_INFO_TAG",
+    "SPEC",
+    "HParamsRecord",
+    "decode",
     "encode",
 ]
 
@@ -123,3 +128,63 @@ def encode(
         _value(SESSION_START_INFO_TAG, session_start_info=start),
         _value(SESSION_END_INFO_TAG, session_end_info=end),
     )
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class HParamsRecord:
+    """One hparams-plugin message.
+
+    ``part`` is ``"experiment"`` (the hparams and metrics declared for the experiment),
+    ``"session_start"`` (the hparam values of one run: ``hparams``) or ``"session_end"``
+    (``status``). ``metrics`` lists metric tags declared by an experiment.
+    """
+
+    step: int
+    wall_time: float
+    part: str
+    hparams: dict[str, Any] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
+    status: int | None = None
+
+
+def _pb_value(v: Any) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "number_value":
+        return v.number_value
+    if kind == "string_value":
+        return v.string_value
+    if kind == "bool_value":
+        return v.bool_value
+    return None
+
+
+def decode(raw: Raw) -> list[HParamsRecord]:
+    """An hparams plugin message (its metadata content; values without content give ``[]``)."""
+    if not raw.content:
+        return []
+    step, wall = raw.step, raw.wall_time
+    data = tb.HParamsPluginData.FromString(raw.content)
+    part = data.WhichOneof("data")
+    if part == "experiment":
+        exp = data.experiment
+        hparams: dict[str, Any] = {}
+        for info in exp.hparam_infos:
+            domain = info.WhichOneof("domain")
+            entry: dict[str, Any] = {"type": info.type}
+            if domain == "domain_discrete":
+                entry["values"] = [_pb_value(v) for v in info.domain_discrete.values]
+            elif domain == "domain_interval":
+                entry["interval"] = (info.domain_interval.min_value, info.domain_interval.max_value)
+            hparams[info.name] = entry
+        metrics = tuple(m.name.tag for m in exp.metric_infos)
+        return [HParamsRecord(step, wall, "experiment", hparams, metrics)]
+    if part == "session_start_info":
+        values = {k: _pb_value(v) for k, v in data.session_start_info.hparams.items()}
+        return [HParamsRecord(step, wall, "session_start", values)]
+    if part == "session_end_info":
+        return [HParamsRecord(step, wall, "session_end", status=data.session_end_info.status)]
+    return []
+
+
+SPEC = Kind(KIND, HParamsRecord, PLUGIN_NAME, decode, reads="metadata")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,10 +17,25 @@ from numpy.typing import NDArray
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "SCHEMA_VERSION", "encode", "encode_png", "make_grid", "to_hwc"]
+__all__ = [
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "ImageRecord",
+    "decode",
+    "encode",
+    "encode_png",
+    "image_format",
+    "make_grid",
+    "to_hwc",
+]
 
 KIND = "images"
+PLUGIN_NAME = "images"  # TF2 tensor summaries; legacy values carry no plugin
 SCHEMA_VERSION = 0
 GRID_COLUMNS = 8
 
@@ -131,3 +147,53 @@ def encode_png(pixels: NDArray[np.uint8], *, level: int = 6) -> bytes:
             _chunk(b"IEND", b""),
         ]
     )
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class ImageRecord:
+    """One encoded image; ``index`` numbers the images logged at the same step (0, 1, ...).
+
+    ``format`` is ``"png"``, ``"jpeg"``, ``"gif"``, ``"webp"``, ``"bmp"`` or ``"unknown"``
+    (from the image's magic bytes). ``width``/``height`` are 0 when the source omits them.
+    """
+
+    step: int
+    wall_time: float
+    encoded: bytes
+    width: int
+    height: int
+    format: str
+    index: int = 0
+
+
+_MAGIC = (
+    (b"\x89PNG", "png"),
+    (b"\xff\xd8", "jpeg"),
+    (b"GIF8", "gif"),
+    (b"BM", "bmp"),
+)
+
+
+def image_format(data: bytes) -> str:
+    """The image format from its first bytes."""
+    for magic, name in _MAGIC:
+        if data.startswith(magic):
+            return name
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    return "unknown"
+
+
+def decode(raw: Raw) -> list[ImageRecord]:
+    """A TF2 ``images`` plugin tensor: width, height, then one encoded image per element."""
+    _, _, arr = decode_tensor(raw.tensor)
+    flat = arr.reshape(-1)
+    width, height = (int(flat[i]) if flat.size > i else 0 for i in (0, 1))
+    return [
+        ImageRecord(raw.step, raw.wall_time, bytes(img), width, height, image_format(img), i)
+        for i, img in enumerate(flat[2:])
+    ]
+
+
+SPEC = Kind(KIND, ImageRecord, PLUGIN_NAME, decode)

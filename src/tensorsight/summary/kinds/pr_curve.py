@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,8 +11,20 @@ from numpy.typing import NDArray
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import plugin_metadata, to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "MAX_THRESHOLDS", "PLUGIN_NAME", "SCHEMA_VERSION", "encode", "encode_raw"]
+__all__ = [
+    "KIND",
+    "MAX_THRESHOLDS",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "PrCurveRecord",
+    "decode",
+    "encode",
+    "encode_raw",
+]
 
 KIND = "pr_curves"
 PLUGIN_NAME = "pr_curves"
@@ -100,3 +113,39 @@ def encode_raw(
         msg = f"PR curve {tag!r}: the six inputs have lengths {sizes}. Expected equal lengths."
         raise UsageError(msg)
     return _value(tag, np.stack(rows), n)
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class PrCurveRecord:
+    """One PR curve: parallel float64 arrays, one entry per threshold (ascending thresholds).
+
+    ``precision[i]`` and ``recall[i]`` are the classifier's at ``thresholds[i]``: predictions
+    at or above it count as positive. Counts are weighted when the writer had weights. What
+    ``Logdir.records(run, "pr_curves", tag)`` and the board's data layer
+    (``tensorsight.data.PrCurveData`` is this type) return.
+    """
+
+    step: int
+    wall_time: float
+    thresholds: NDArray[np.float64]
+    true_positives: NDArray[np.float64]
+    false_positives: NDArray[np.float64]
+    true_negatives: NDArray[np.float64]
+    false_negatives: NDArray[np.float64]
+    precision: NDArray[np.float64]
+    recall: NDArray[np.float64]
+
+    SCHEMA_VERSION = 1  # of the record (the payload's is the module's SCHEMA_VERSION)
+
+
+def decode(raw: Raw) -> list[PrCurveRecord]:
+    """A ``pr_curves`` plugin tensor: 6 rows (TP, FP, TN, FN, precision, recall) x T."""
+    _, _, arr = decode_tensor(raw.tensor)
+    data = np.asarray(arr, dtype=np.float64).reshape(6, -1)
+    n = data.shape[1]
+    thresholds = np.linspace(0.0, 1.0, n) if n > 1 else np.zeros(n)
+    return [PrCurveRecord(raw.step, raw.wall_time, thresholds, *(data[i].copy() for i in range(6)))]
+
+
+SPEC = Kind(KIND, PrCurveRecord, PLUGIN_NAME, decode)

@@ -4,14 +4,30 @@ from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from tensorsight._wire import varint as _varint
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import plugin_metadata, to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "PLUGIN_NAME", "SCHEMA_VERSION", "encode", "encode_event", "to_float"]
+__all__ = [
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "ScalarSeries",
+    "decode",
+    "encode",
+    "encode_event",
+    "to_float",
+]
 
 KIND = "scalars"
 PLUGIN_NAME = "scalars"
@@ -92,3 +108,32 @@ def encode_event(tag: str, number: float, step: int, wall_time: float) -> bytes:
     if step:
         head += b"\x10" + _varint(step)
     return head + b"\x2a" + _varint(len(summary)) + summary
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class ScalarSeries:
+    """All points of one scalar tag, in file order (NaN and ±Inf kept as written).
+
+    Attributes:
+        steps: int64 array.
+        wall_times: float64 array (seconds since the epoch).
+        values: float64 array (float32 sources are widened exactly).
+    """
+
+    steps: NDArray[np.int64]
+    wall_times: NDArray[np.float64]
+    values: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+
+def decode(raw: Raw) -> list[float]:
+    """The number of a ``scalars`` plugin tensor. Readers assemble a tag's numbers into one
+    :class:`ScalarSeries` (the C scanner decodes ``simple_value`` events without this)."""
+    _, _, arr = decode_tensor(raw.tensor)
+    return [float(arr.reshape(-1)[0])]
+
+
+SPEC = Kind(KIND, ScalarSeries, PLUGIN_NAME, decode)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,20 @@ from numpy.typing import NDArray
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import is_torch_tensor, plugin_metadata, to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor, decode_tensorsight_tensor
 
-__all__ = ["KIND", "MAX_TENSOR_BYTES", "PLUGIN_NAME", "SCHEMA_VERSION", "encode"]
+__all__ = [
+    "KIND",
+    "MAX_TENSOR_BYTES",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "TensorRecord",
+    "decode",
+    "decode_any",
+    "encode",
+]
 
 KIND = "tensors"
 PLUGIN_NAME = "tensorsight.tensor"
@@ -112,3 +125,63 @@ def encode(tag: str, tensor: object, *, max_bytes: int = MAX_TENSOR_BYTES) -> An
     content = json.dumps({"version": SCHEMA_VERSION, "dtype": dtype_name}).encode()
     metadata = plugin_metadata(PLUGIN_NAME, content, tb.DataClass["DATA_CLASS_TENSOR"])
     return tb.Summary.Value(tag=tag, tensor=proto, metadata=metadata)
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class TensorRecord:
+    """One tensor, stored exactly as written.
+
+    ``dtype`` is the source dtype name (``"float32"``, ``"bfloat16"``, ``"float16"``,
+    ``"int64"``, ``"string"``...). ``data`` is a numpy array of ``shape``; numpy has no
+    bfloat16, so bfloat16 tensors keep their raw bits as ``uint16`` (``dtype == "bfloat16"``)
+    and :meth:`to_float32` gives the exact float32 values. String tensors hold ``bytes``
+    objects (numpy ``object`` array).
+    """
+
+    step: int
+    wall_time: float
+    dtype: str
+    shape: tuple[int, ...]
+    data: NDArray[Any]
+
+    def to_float32(self) -> NDArray[np.float32]:
+        """The values as float32 (exact for bfloat16, float16 and float8).
+
+        float8 tensors (raw ``uint8`` bytes named e.g. ``"float8_e4m3fn"``) need the
+        ``ml_dtypes`` package to convert.
+
+        Raises:
+            MissingDependencyError: A float8 tensor without ``ml_dtypes`` installed.
+        """
+        if self.dtype == "bfloat16":
+            bits = self.data.astype(np.uint32) << np.uint32(16)
+            return bits.view(np.float32).reshape(self.shape)
+        if self.dtype.startswith("float8"):
+            try:
+                import ml_dtypes
+            except ImportError as exc:
+                from tensorsight.errors import MissingDependencyError
+
+                msg = (
+                    f"Tensor dtype {self.dtype}: needs ml_dtypes to convert: pip install ml_dtypes"
+                )
+                raise MissingDependencyError(msg) from exc
+            view = self.data.view(getattr(ml_dtypes, self.dtype))
+            return np.asarray(view, dtype=np.float32).reshape(self.shape)
+        return np.asarray(self.data, dtype=np.float32)
+
+
+def decode(raw: Raw) -> list[TensorRecord]:
+    """A ``tensorsight.tensor`` value: the plugin content may name the true dtype."""
+    name, shape, arr = decode_tensorsight_tensor(raw.content, raw.tensor)
+    return [TensorRecord(raw.step, raw.wall_time, name, shape, arr)]
+
+
+def decode_any(raw: Raw) -> list[TensorRecord]:
+    """Any other tensor value (unknown plugins and plain TF2 tensors), kept as written."""
+    name, shape, arr = decode_tensor(raw.tensor)
+    return [TensorRecord(raw.step, raw.wall_time, name, shape, arr)]
+
+
+SPEC = Kind(KIND, TensorRecord, PLUGIN_NAME, decode)

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import plugin_metadata
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
-__all__ = ["KIND", "PLUGIN_NAME", "SCHEMA_VERSION", "TAG_SUFFIX", "encode"]
+__all__ = [
+    "KIND",
+    "PLUGIN_NAME",
+    "SCHEMA_VERSION",
+    "SPEC",
+    "TAG_SUFFIX",
+    "TextRecord",
+    "decode",
+    "encode",
+]
 
 KIND = "text"
 PLUGIN_NAME = "text"
@@ -31,3 +43,32 @@ def encode(tag: str, text_string: object) -> Any:
     return tb.Summary.Value(
         tag=tag + TAG_SUFFIX, tensor=tensor, metadata=plugin_metadata(PLUGIN_NAME, _CONTENT)
     )
+
+
+# ------------------------------------------------------------ read side
+@dataclass(frozen=True, eq=False)
+class TextRecord:
+    """Text logged at one step: ``values`` holds every string of the tensor, ``shape`` its shape.
+
+    ``text`` is the single string of a scalar text summary (the elements joined by newlines
+    otherwise).
+    """
+
+    step: int
+    wall_time: float
+    values: tuple[str, ...]
+    shape: tuple[int, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.values)
+
+
+def decode(raw: Raw) -> list[TextRecord]:
+    """A ``text`` plugin tensor: every string element, decoded as UTF-8 (errors replaced)."""
+    _, shape, arr = decode_tensor(raw.tensor)
+    values = tuple(s.decode("utf-8", errors="replace") for s in arr.reshape(-1))
+    return [TextRecord(raw.step, raw.wall_time, values, shape)]
+
+
+SPEC = Kind(KIND, TextRecord, PLUGIN_NAME, decode)

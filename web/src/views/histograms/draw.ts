@@ -78,6 +78,22 @@ export function densityTop(bars: number[][], records: Decoded[]): number {
   return (pairs[pairs.length - 1] as [number, number])[0] || 1;
 }
 
+const CSS_HEIGHT = 260;
+const BOX_TOP = 12;
+const BOX_BOTTOM = 26;
+/** Share of the plot height one record takes in "top" mode (the rest is the offset). */
+const TOP_PLOT_FRAC = 0.4;
+
+/**
+ * Records worth asking the server for: "top" mode offsets records over this many device
+ * pixel rows, so more would land on the same rows; overlaid ("front"), more only darken
+ * the same lines. At least 2 (first and newest), at most 500 (the old default).
+ */
+export function recordsShown(dpr: number = window.devicePixelRatio || 1): number {
+  const rows = (CSS_HEIGHT - BOX_TOP - BOX_BOTTOM) * (1 - TOP_PLOT_FRAC) * dpr;
+  return Math.max(2, Math.min(500, Math.round(rows)));
+}
+
 export function drawHistograms(
   canvas: HTMLCanvasElement,
   records: Decoded[],
@@ -87,7 +103,7 @@ export function drawHistograms(
   height: HistHeight = "density",
 ): void {
   const cssW = canvas.clientWidth || 600;
-  const cssH = 260;
+  const cssH = CSS_HEIGHT;
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(cssW * dpr);
   canvas.height = Math.round(cssH * dpr);
@@ -97,10 +113,10 @@ export function drawHistograms(
   ctx.clearRect(0, 0, cssW, cssH);
   ctx.font = "11px system-ui, sans-serif";
   const [xlo, xhi] = xExtent(records);
-  const box = { x: 56, y: 12, w: cssW - 56 - 16, h: cssH - 12 - 26 };
+  const box = { x: 56, y: BOX_TOP, w: cssW - 56 - 16, h: cssH - BOX_TOP - BOX_BOTTOM };
   const offsetFrac = mode === "top" ? 0.45 : 0;
   const plotW = box.w * (1 - offsetFrac);
-  const plotH = box.h * (mode === "top" ? 0.4 : 1);
+  const plotH = box.h * (mode === "top" ? TOP_PLOT_FRAC : 1);
   const bars = records.map((r) => heights(r, height, xlo, xhi));
   let maxCount = 0;
   for (const b of bars) for (const v of b) maxCount = Math.max(maxCount, v);

@@ -3,7 +3,7 @@ import { getJson } from "../../api/client";
 import type { HistogramSeriesResponse, TagEntry } from "../../api/types";
 import type { XKind } from "../../core/chart";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
-import { decode, drawHistograms, type HistHeight, type HistMode } from "./draw";
+import { decode, drawHistograms, recordsShown, type HistHeight, type HistMode } from "./draw";
 
 export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const mode = h("select", { id: "hist-mode" }, h("option", { value: "front" }, "front (overlay)"), h("option", { value: "top" }, "top (offset)"));
@@ -52,7 +52,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     if (!tags.length) grid.append(h("p", { class: "muted" }, "No histogram tags in the selected runs."));
     for (const t of tags) {
       for (const run of t.runs) {
-        const data = await getJson<HistogramSeriesResponse>("/api/views/histograms/series", { run, tag: t.tag });
+        const data = await getJson<HistogramSeriesResponse>("/api/views/histograms/series", { run, tag: t.tag, limit: String(recordsShown()) });
         const canvas = h("canvas", { class: "chart" });
         canvas.style.height = "260px";
         const last = data.records[data.records.length - 1];

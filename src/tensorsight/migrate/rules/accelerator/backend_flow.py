@@ -37,6 +37,17 @@ DESCRIPTION = "'nccl' stored in a name passed to init_process_group -> the devic
 _NEW = "torch.distributed.get_default_backend_for_device(_device)"
 
 
+def multiple(slot: str | None, lines: tuple[int, ...], use: str = "") -> str:
+    """Why a rewrite through a name assigned on ``lines`` (two or more) is not proved;
+    ``use`` says where it is used, when that is another file."""
+    at = ", ".join(str(n) for n in lines)
+    used = f" ({use})" if " in " in use and "this file" not in use else ""
+    return (
+        f"`{slot}` is assigned {len(lines)} times (lines {at}), so this may not be the value "
+        f"it holds where it is used{used}"
+    )
+
+
 def _is_nccl(node: cst.BaseExpression | None) -> bool:
     return isinstance(node, cst.SimpleString) and node.evaluated_value == "nccl"
 
@@ -89,14 +100,26 @@ class FollowBackendRule(MigrationRule):
     TOKENS = (Need(strings=("nccl",)),)
 
     def _site(
-        self, ctx: RuleContext, value: cst.BaseExpression, slot: str | None
+        self,
+        ctx: RuleContext,
+        value: cst.BaseExpression,
+        slot: str | None,
+        ref: cst.BaseExpression | None = None,
     ) -> cst.BaseExpression | None:
-        """Fix or report one stored ``"nccl"``; the replacement, or ``None`` when reported."""
+        """Fix or report one stored ``"nccl"`` (assigned to ``ref``, else stored under the
+        attribute slot ``slot``); the replacement, or ``None`` when reported."""
         if ctx.is_claimed(value):
             return None
         safety: Safety
-        if slot is not None and slot in ctx.flow.backend_slots:
-            safety, where = "safe", f"`{slot}` is passed to init_process_group in this file"
+        key: cst.BaseExpression | str | None = ref if ref is not None else slot
+        lines = ctx.assigned(ref) if ref is not None else ()
+        why_unsafe = f"this file does not pass `{slot}` to init_process_group"
+        if slot is not None and ctx.flow_holds("backend", key):
+            assert key is not None
+            where = f"`{slot}` is passed to init_process_group {ctx.used_where('backend', key)}"
+            safety = "safe"
+            if len(lines) > 1:
+                safety, why_unsafe = "unsafe", multiple(slot, lines, where)
         elif slot is not None and "backend" in slot.lower():
             safety, where = "unsafe", f"`{slot}` names a backend"
         else:
@@ -117,7 +140,7 @@ class FollowBackendRule(MigrationRule):
             "nccl on CUDA, hccl on NPU, xccl on XPU, gloo on the CPU).",
             api="'nccl' value",
             safety=safety,
-            why_unsafe=f"this file does not pass `{slot}` to init_process_group",
+            why_unsafe=why_unsafe,
         )
 
     def _assign(
@@ -126,7 +149,7 @@ class FollowBackendRule(MigrationRule):
         if not _is_nccl(original):
             return None
         assert original is not None
-        return self._site(ctx, original, cst_slot(target))
+        return self._site(ctx, original, cst_slot(target), target)
 
     def leave_Assign(
         self, original: cst.Assign, updated: cst.Assign, ctx: RuleContext

@@ -1,8 +1,12 @@
 """``accelerator/cuda-method``: ``x.cuda()`` -> ``x.to(_device)``.
 
-Safe when the receiver is known to be a tensor or module (built by a torch call or by a
-``nn.Module`` subclass of the same file, or annotated as one); unsafe otherwise, since
-another object's ``.cuda()`` may not have a ``.to()``.
+Safe when the receiver is known to be a tensor or module (:mod:`tensorsight.migrate._values`:
+built by a torch call or by a ``nn.Module`` subclass of the project, annotated as one, a
+``forward`` input passed to a torch layer, a torchvision ``ToTensor`` output...) and the
+argument, if any, is a device index (a literal, a name that reads as one, or one the flow
+prepass proves an integer: ``rank`` of an ``mp.spawn`` or RPC target); unsafe otherwise,
+since another object's ``.cuda()`` may not have a ``.to()`` and ``torch.device(type, d)``
+needs an integer ``d``.
 
 Example::
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tensorsight.migrate._flow import cst_is_index
 from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, keyword
@@ -61,7 +66,11 @@ class ReplaceCudaMethodRule(MigrationRule):
                 rest.append(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
             else:  # `.to()` has other arguments at these positions: pass them by keyword
                 rest.append(keyword(name, arg.value))
-        plain_index = index is None or _is_index(index)
+        plain_index = (
+            index is None
+            or _is_index(index)
+            or cst_is_index(index, lambda n: ctx.flow_holds("index", n))
+        )
         if index is None or (isinstance(index, cst.Name) and index.value == "None"):
             device: cst.BaseExpression = ctx.device()
         else:

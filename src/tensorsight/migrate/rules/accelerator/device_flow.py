@@ -31,22 +31,18 @@ from tensorsight.migrate._flow import cst_slot, format_fields_are_positional
 from tensorsight.migrate.context import RuleContext, code_of
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import cuda_string, device_expr
-from tensorsight.migrate.rules.accelerator.backend_flow import has_choice, option_dest, with_choice
+from tensorsight.migrate.rules.accelerator.backend_flow import (
+    has_choice,
+    multiple,
+    option_dest,
+    with_choice,
+)
 from tensorsight.migrate.rules.accelerator.ddp_device_ids import off_cpu
 
 RULE_ID = "accelerator/device-flow"
 DESCRIPTION = "CUDA device strings stored in names passed as devices -> the prologue device type."
 
 _MESSAGE = "Name the device the prologue found instead of CUDA"
-
-
-def multiple(slot: str | None, lines: tuple[int, ...]) -> str:
-    """Why a rewrite through a name assigned on ``lines`` (two or more) is not proved."""
-    at = ", ".join(str(n) for n in lines)
-    return (
-        f"`{slot}` is assigned {len(lines)} times (lines {at}), so this may not be the value "
-        "it holds where it is used"
-    )
 
 
 def format_device(
@@ -112,11 +108,17 @@ class FollowDeviceStringsRule(MigrationRule):
     TRIGGERS = ("cuda", "map_location")
     TOKENS = (Need(strings=("cuda",)),)  # every followed value starts as a CUDA string
 
-    def _is_device_slot(self, ctx: RuleContext, slot: str | None) -> bool:
-        flow = ctx.flow
-        return slot is not None and (
-            slot in flow.device_slots or slot in flow.map_location_slots or "device" in slot.lower()
-        )
+    def _device_use(
+        self, ctx: RuleContext, ref: cst.BaseExpression | str | None, slot: str | None
+    ) -> str | None:
+        """Why the slot is a device slot (``"used as a device in train.py:12"``), else
+        ``None``."""
+        if ref is None or slot is None:
+            return None
+        for kind in ("device", "map_location"):
+            if ctx.flow_holds(kind, ref):
+                return f"`{slot}` is used as a device {ctx.used_where(kind, ref)}"
+        return f"`{slot}` is used as a device" if "device" in slot.lower() else None
 
     def _stored(
         self,
@@ -131,7 +133,9 @@ class FollowDeviceStringsRule(MigrationRule):
         option ``dest``, else a dict entry."""
         if ctx.is_claimed(original) or not is_cuda_value(original):
             return None
-        new = device_string(ctx, original, updated) if self._is_device_slot(ctx, slot) else None
+        ref: cst.BaseExpression | str | None = target if target is not None else slot
+        where = self._device_use(ctx, ref, slot)
+        new = device_string(ctx, original, updated) if where is not None else None
         if new is None:
             ctx.report(
                 self,
@@ -143,7 +147,6 @@ class FollowDeviceStringsRule(MigrationRule):
                 + ': where it names the device, use `_device` (or `f"{_device.type}:{index}"`).',
             )
             return None
-        where = f"`{slot}` is used as a device"
         lines: tuple[int, ...] = ()
         shown = slot
         if target is not None:  # looked up only here: most visited assignments end above
@@ -158,7 +161,7 @@ class FollowDeviceStringsRule(MigrationRule):
             message=f"{_MESSAGE} ({where}).",
             api="CUDA device string",
             safety="unsafe" if len(lines) > 1 else "safe",
-            why_unsafe=multiple(shown, lines),
+            why_unsafe=multiple(shown, lines, where or ""),
         )
 
     def leave_Assign(
@@ -216,8 +219,7 @@ class FollowDeviceStringsRule(MigrationRule):
             if not ctx.is_claimed(old.value):
                 value = format_device(ctx, old.value, new.value)
             if name == "map_location" and is_load:
-                slot = cst_slot(old.value)
-                indexed = slot is not None and slot in ctx.flow.indexed_slots
+                indexed = ctx.flow_holds("indexed", old.value)
                 if value is not None or indexed:
                     # safe whatever else the name is assigned: on an accelerator the location
                     # is the original one, on the CPU every location can only be the CPU

@@ -68,7 +68,7 @@ def is_device_type(ctx: RuleContext, node: cst.BaseExpression) -> bool:
     slot = cst_slot(node)
     if slot is None:
         return False
-    return slot in ctx.flow.device_type_slots or slot.lower().endswith("device_type")
+    return ctx.flow_holds("device_type", node) or slot.lower().endswith("device_type")
 
 
 def is_device_string(ctx: RuleContext, node: cst.BaseExpression) -> bool:
@@ -76,8 +76,9 @@ def is_device_string(ctx: RuleContext, node: cst.BaseExpression) -> bool:
     slot = cst_slot(node)
     if slot is None or is_device_type(ctx, node):
         return False
-    flow = ctx.flow
-    return slot in flow.cuda_string_slots or slot in flow.device_slots or _says_device(slot)
+    return (
+        ctx.flow_holds("cuda_string", node) or ctx.flow_holds("device", node) or _says_device(slot)
+    )
 
 
 class ReplaceDeviceTypeTestsRule(MigrationRule):

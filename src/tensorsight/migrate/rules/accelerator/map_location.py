@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tensorsight.migrate._flow import cst_slot
 from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, cuda_string, device_expr, keyword
@@ -44,8 +43,7 @@ class ReplaceMapLocationRule(MigrationRule):
         # `loc = {"cuda:%d" % 0: "cuda:%d" % rank}` ... `torch.load(p, map_location=loc)`
         if len(original.targets) != 1 or not _cuda_inside(original.value):
             return None
-        slot = cst_slot(original.targets[0].target)
-        if slot is not None and slot in ctx.flow.map_location_slots:
+        if ctx.flow_holds("map_location", original.targets[0].target):
             _report_cuda_locations(self, ctx, original.value)
         return None
 

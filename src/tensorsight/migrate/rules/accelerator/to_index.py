@@ -163,9 +163,9 @@ class ReplaceDeviceIndexRule(MigrationRule):
             if isinstance(value, cst.Integer):
                 safety = "safe"
             elif isinstance(value, cst.Name | cst.Attribute | cst.BinaryOperation) and (
-                cst_is_index(value, ctx.flow.index_slots)
+                cst_is_index(value, lambda n: ctx.flow_holds("index", n))
             ):
-                safety = "safe"  # every value of the names in this file is an integer
+                safety = "safe"  # every value of the name is an integer
             elif isinstance(value, cst.Name | cst.Attribute) and _looks_like_index(value):
                 safety = "unsafe"
             else:

@@ -1,4 +1,8 @@
-"""Decode a TensorBoard ``GraphDef`` (``Event.graph_def``) into a :class:`Graph` (read side).
+"""Computational graphs (kind ``graphs``): the record types, and the decoder of a TensorBoard
+``GraphDef`` (``Event.graph_def``) into a :class:`Graph`.
+
+The writer side lives in ``summary/graph.py`` (tracing a torch model); MindSpore ``.pb`` and
+ONNX files are read by their own readers into the same :class:`Graph`.
 
 Reads graphs from torch's ``add_graph``, tensorboardX and TensorFlow, plus the attributes
 tensorsight's writer adds to each ``NodeDef``: ``_output_shapes`` (list of shapes),
@@ -9,12 +13,57 @@ tensorsight's writer adds to each ``NodeDef``: ``_output_shapes`` (list of shape
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.summary.kinds._kind import Kind
 from tensorsight.summary.kinds.tensor_decode import decode_tensor, tensor_dtype_name
-from tensorsight.summary.records import Graph, GraphNode
 
-__all__ = ["attr_value", "decode_graph_def"]
+__all__ = ["KIND", "SPEC", "Graph", "GraphNode", "attr_value", "decode_graph_def"]
+
+KIND = "graphs"
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One node of a computational graph.
+
+    ``shapes``/``dtypes`` describe each output (empty when unknown; an unknown dimension is
+    -1); ``module_path`` is the dotted nn.Module (or MindSpore scope) path; ``attrs`` holds
+    the remaining attributes as plain Python values.
+    """
+
+    name: str
+    op: str
+    inputs: tuple[str, ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+    module_path: str = ""
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A computational graph: ``nodes`` in file order; ``source`` names the format.
+
+    ``error`` is set (and ``nodes`` empty) for a graph file that could not be decoded: the
+    sentence says why.
+    """
+
+    step: int
+    wall_time: float
+    nodes: tuple[GraphNode, ...]
+    source: str = "tensorboard"
+    name: str = "graph"
+    error: str = ""
+
+    def node(self, name: str) -> GraphNode | None:
+        """The node called ``name``, or ``None``."""
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
 
 _PREFIX = "tensorsight.attr."
 
@@ -101,3 +150,7 @@ def decode_graph_def(graph_def: Any, *, step: int, wall_time: float, name: str) 
             )
         )
     return Graph(step, wall_time, tuple(nodes), "tensorboard", name)
+
+
+# graphs come from ``Event.graph_def`` and graph files, not from plugin values
+SPEC = Kind(KIND, Graph)

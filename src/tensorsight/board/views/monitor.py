@@ -1,0 +1,251 @@
+"""The monitor view: what ``tensorsight.watch`` found, per module and step, and on the loss.
+
+Reads the ``monitor/findings`` records (UTF-8 JSON in a uint8 tensor, one per step with
+findings plus one at step 0 listing the modules; spec in ``docs/guide/watch.md``), the
+``monitor/anomalies`` scalar (every checked step) and the ``loss/auto`` scalar. Serves a
+heat map (rows = modules, columns = steps or bins of steps, a cell = the worst finding),
+markers for the loss curve and one step's findings. See ``docs/http_api/monitor.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tensorsight.board.errors import NotFound
+from tensorsight.board.views.base import (
+    View,
+    int_param,
+    json_numbers,
+    offload_json,
+    require_param,
+)
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import BaseRoute
+
+    from tensorsight.data import DataProvider
+
+__all__ = ["KINDS", "LOSS_ROW", "MAX_COLUMNS", "heatmap_impl", "runs_impl", "step_impl"]
+
+TAG_FINDINGS = "monitor/findings"
+TAG_CHECKED = "monitor/anomalies"
+TAG_LOSS = "loss/auto"
+#: Finding kinds, worst first (the order of ``tensorsight.monitor.KINDS``).
+KINDS = ("nan", "overflow", "inf", "underflow", "dead", "spike")
+LOSS_ROW = "(loss)"
+MAX_COLUMNS = 2000
+_SEVERITY = {k: i for i, k in enumerate(KINDS)}
+_KNOWN_VERSION = 1
+
+
+def runs_impl(provider: DataProvider, runs: Sequence[str] | None = None) -> list[str]:
+    """Runs (of ``runs``, all when ``None``) that hold monitor findings, in list order."""
+    wanted = None if runs is None else set(runs)
+    return [
+        info.name
+        for info in provider.list_runs()
+        if (wanted is None or info.name in wanted) and TAG_FINDINGS in info.tags.get("tensors", ())
+    ]
+
+
+def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
+    try:
+        info = provider.run_info(run)
+    except KeyError:
+        msg = f"Run {run[:200]!r} does not exist."
+        raise NotFound(msg) from None
+    if TAG_FINDINGS not in info.tags.get("tensors", ()):
+        msg = f"Run {run[:200]!r} has no monitor findings (tensorsight.watch writes them)."
+        raise NotFound(msg)
+    out = []
+    for rec in provider.read_tensors(run, TAG_FINDINGS):
+        try:
+            doc = json.loads(np.asarray(rec.values, dtype=np.uint8).tobytes().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue  # not ours: skip it rather than fail the view
+        if not isinstance(doc, dict) or int(doc.get("version", 1)) > _KNOWN_VERSION:
+            continue
+        doc["step"] = int(rec.step)
+        out.append(doc)
+    return out
+
+
+def _scalar(provider: DataProvider, run: str, tag: str) -> tuple[Any, Any] | None:
+    if tag not in provider.run_info(run).tags.get("scalars", ()):
+        return None
+    series = provider.read_scalars(run, tag)
+    return series.steps, series.values
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, str):
+        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, math.nan)
+    return float(v)
+
+
+def _loss_at(loss: tuple[Any, Any] | None, step: int) -> float | str | None:
+    """The loss logged at ``step``, else the last one before it (``None``: none)."""
+    if loss is None or not len(loss[0]):
+        return None
+    i = int(np.searchsorted(loss[0], step, side="right")) - 1
+    if i < 0:
+        return None
+    return json_numbers(np.asarray([loss[1][i]]))[0]
+
+
+def heatmap_impl(
+    provider: DataProvider, run: str, *, max_columns: int = MAX_COLUMNS
+) -> dict[str, Any]:
+    """The heat map of one run, the loss curve and its markers (see the HTTP API doc)."""
+    records = _records(provider, run)
+    modules: list[str] = []
+    seen: set[str] = set()
+    for doc in records:
+        for m in doc.get("modules") or ():
+            if str(m) not in seen:
+                seen.add(str(m))
+                modules.append(str(m))
+    checked = _scalar(provider, run, TAG_CHECKED)
+    loss = _scalar(provider, run, TAG_LOSS)
+    steps = [doc["step"] for doc in records]
+    if checked is not None and len(checked[0]):
+        steps += [int(checked[0].min()), int(checked[0].max())]
+    first, last = (min(steps), max(steps)) if steps else (0, 0)
+    width = max(1, math.ceil((last - first + 1) / max_columns))
+    n_cols = (last - first) // width + 1
+    cells: dict[tuple[int, int], dict[str, Any]] = {}
+    markers = []
+    rows = {m: i for i, m in enumerate(modules)}
+    for doc in records:
+        findings = doc.get("findings") or []
+        step = doc["step"]
+        if findings or doc.get("dump"):
+            worst = min((_SEVERITY.get(f.get("kind"), len(KINDS)) for f in findings), default=None)
+            markers.append(
+                {
+                    "step": step,
+                    "count": len(findings) + int(doc.get("truncated", 0)),
+                    "worst": None if worst is None or worst >= len(KINDS) else KINDS[worst],
+                    "loss": _loss_at(loss, step),
+                    "dump": doc.get("dump"),
+                }
+            )
+        col = (step - first) // width
+        for f in findings:
+            module = f.get("module")
+            name = LOSS_ROW if module is None else str(module)
+            row = rows.get(name)
+            if row is None:
+                row = rows[name] = len(modules)
+                modules.append(name)
+            severity = _SEVERITY.get(f.get("kind"), len(KINDS))
+            cell = cells.get((row, col))
+            if cell is None:
+                cells[(row, col)] = cell = {"row": row, "col": col, "count": 0, "sev": severity}
+                cell.update(_finding(f, step))
+            elif severity < cell["sev"]:
+                cell.update(_finding(f, step), sev=severity)
+            cell["count"] += 1
+    for cell in cells.values():
+        del cell["sev"]
+    return {
+        "run": run,
+        "kinds": list(KINDS),
+        "modules": modules,
+        "first_step": first,
+        "last_step": last,
+        "bin": width,
+        "columns": n_cols,
+        "checked_steps": 0 if checked is None else len(checked[0]),
+        "cells": sorted(cells.values(), key=lambda c: (c["row"], c["col"])),
+        "markers": markers,
+        "loss": None
+        if loss is None
+        else {"steps": loss[0].tolist(), "values": json_numbers(loss[1])},
+    }
+
+
+def _finding(f: dict[str, Any], step: int) -> dict[str, Any]:
+    return {
+        "step": step,
+        "kind": f.get("kind"),
+        "source": f.get("source"),
+        "where": f.get("where"),
+        "tensor": f.get("tensor"),
+        "dtype": f.get("dtype"),
+        "stat": f.get("stat"),
+        "value": json_numbers(np.asarray([_number(f.get("value", "NaN"))]))[0],
+    }
+
+
+def step_impl(provider: DataProvider, run: str, step: int) -> dict[str, Any]:
+    """Every finding of one step, in the order found, with the dump folder if recorded."""
+    found = [doc for doc in _records(provider, run) if doc["step"] == step]
+    if not found:
+        msg = f"Run {run[:200]!r} has no monitor findings at step {step}."
+        raise NotFound(msg)
+    findings = []
+    dump = None
+    truncated = 0
+    for doc in found:
+        for f in doc.get("findings") or []:
+            module = f.get("module")
+            entry = _finding(f, step)
+            entry["module"] = LOSS_ROW if module is None else str(module)
+            ref = f.get("reference")
+            entry["reference"] = (
+                None if ref is None else json_numbers(np.asarray([_number(ref)]))[0]
+            )
+            findings.append(entry)
+        dump = doc.get("dump") or dump
+        truncated += int(doc.get("truncated", 0))
+    return {
+        "run": run,
+        "step": step,
+        "findings": findings,
+        "truncated": truncated,
+        "dump": dump,
+        "loss": _loss_at(_scalar(provider, run, TAG_LOSS), step),
+    }
+
+
+class MonitorView(View):
+    """What ``tensorsight.watch`` found: a per-module heat map over steps, loss markers."""
+
+    name = "monitor"
+    title = "Monitor"
+    kind = "tensors"
+
+    def is_active(self) -> bool:
+        return bool(runs_impl(self.provider))
+
+    def routes(self) -> Sequence[BaseRoute]:
+        from starlette.routing import Route
+
+        return [
+            Route("/runs", self._runs),
+            Route("/heatmap", self._heatmap),
+            Route("/step", self._step),
+        ]
+
+    async def _runs(self, request: Request) -> Response:
+        runs = request.query_params.getlist("run") or None
+        return await offload_json(request, lambda: {"runs": runs_impl(self.provider, runs)})
+
+    async def _heatmap(self, request: Request) -> Response:
+        run = require_param(request, "run")
+        cols = int_param(request, "max_columns", MAX_COLUMNS, 1, MAX_COLUMNS)
+        return await offload_json(request, heatmap_impl, self.provider, run, max_columns=cols)
+
+    async def _step(self, request: Request) -> Response:
+        run = require_param(request, "run")
+        require_param(request, "step")
+        step = int_param(request, "step", 0, 0, 2**62)
+        return await offload_json(request, step_impl, self.provider, run, step)

@@ -1,0 +1,114 @@
+"""The monitor view's backend: heat map cells, bins, markers and one step's findings."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+
+from tensorsight.board.app import create_app
+from tensorsight.board.errors import NotFound
+from tensorsight.board.views.monitor import heatmap_impl, runs_impl, step_impl
+from tensorsight.data import InMemoryProvider, TensorValue
+
+
+def _finding(kind, module, value, source="activation", where=None, tensor="output.0"):
+    return {
+        "kind": kind,
+        "source": source,
+        "module": module,
+        "where": module if where is None else where,
+        "tensor": tensor,
+        "dtype": "float16",
+        "stat": "amax",
+        "value": value,
+        "reference": None,
+    }
+
+
+def _record(p, run, step, findings, **extra):
+    doc = {"version": 1, "step": step, "findings": findings, "truncated": 0, **extra}
+    data = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
+    p.add_tensor(run, "monitor/findings", TensorValue.from_array(step, 1.0 + step, data, "uint8"))
+
+
+@pytest.fixture
+def mprovider():
+    p = InMemoryProvider()
+    _record(p, "r/rank0", 0, [], modules=["", "enc", "enc.fc"])
+    _record(p, "r/rank0", 5, [_finding("spike", "enc.fc", 80.0)])
+    _record(
+        p,
+        "r/rank0",
+        6,
+        [
+            _finding("overflow", "enc.fc", "Infinity"),
+            _finding("nan", "enc", "NaN"),
+            _finding("nan", "enc.fc", "NaN", source="grad", where="enc.fc.weight", tensor="grad"),
+            _finding("nan", None, "NaN", source="loss", where="loss", tensor="loss"),
+        ],
+        dump={"step": 7, "path": "/d/rank0/step7"},
+    )
+    p.add_scalars("r/rank0", "monitor/anomalies", steps=list(range(10)), values=[0.0] * 10)
+    p.add_scalars("r/rank0", "loss/auto", steps=[0, 2, 4, 6, 8], values=[1, 0.8, 0.7, np.nan, 0.6])
+    p.add_scalars("other", "loss/auto", steps=[0], values=[1.0])
+    return p
+
+
+def test_runs_with_findings_only(mprovider):
+    assert runs_impl(mprovider) == ["r/rank0"]
+    assert runs_impl(mprovider, ["other"]) == []
+
+
+def test_heatmap_keeps_the_worst_finding_per_cell_and_adds_the_loss_row(mprovider):
+    h = heatmap_impl(mprovider, "r/rank0")
+    assert h["modules"] == ["", "enc", "enc.fc", "(loss)"]
+    assert (h["first_step"], h["last_step"], h["bin"], h["columns"]) == (0, 9, 1, 10)
+    assert h["checked_steps"] == 10
+    cells = {(c["row"], c["col"]): c for c in h["cells"]}
+    assert cells[(2, 5)]["kind"] == "spike"
+    worst = cells[(2, 6)]  # overflow then a NaN gradient: the NaN is worse
+    got = (worst["kind"], worst["source"], worst["count"], worst["value"])
+    assert got == ("nan", "grad", 2, "NaN")
+    assert cells[(3, 6)]["source"] == "loss"
+    marks = [(m["step"], m["worst"], m["count"]) for m in h["markers"]]
+    assert marks == [(5, "spike", 1), (6, "nan", 4)]
+    assert h["markers"][0]["loss"] == 0.7  # the loss logged last before step 5
+    assert h["markers"][1]["loss"] == "NaN"
+    assert h["markers"][1]["dump"] == {"step": 7, "path": "/d/rank0/step7"}
+    assert h["loss"]["values"][3] == "NaN"
+
+
+def test_heatmap_bins_steps_past_max_columns(mprovider):
+    h = heatmap_impl(mprovider, "r/rank0", max_columns=4)
+    assert (h["bin"], h["columns"]) == (3, 4)
+    cells = {(c["row"], c["col"]): c["kind"] for c in h["cells"]}
+    assert cells[(2, 1)] == "spike"  # steps 3-5
+    assert cells[(2, 2)] == "nan"  # steps 6-8
+
+
+def test_step_lists_findings_in_order_with_the_dump(mprovider):
+    s = step_impl(mprovider, "r/rank0", 6)
+    assert [f["kind"] for f in s["findings"]] == ["overflow", "nan", "nan", "nan"]
+    assert s["findings"][0]["value"] == "Infinity"
+    assert s["findings"][3]["module"] == "(loss)"
+    assert s["dump"]["path"] == "/d/rank0/step7"
+    with pytest.raises(NotFound, match="no monitor findings at step 3"):
+        step_impl(mprovider, "r/rank0", 3)
+    with pytest.raises(NotFound, match="has no monitor findings"):
+        heatmap_impl(mprovider, "other")
+
+
+def test_routes(mprovider):
+    client = TestClient(create_app(mprovider))
+    views = {v["name"]: v for v in client.get("/api/views").json()["views"]}
+    assert views["monitor"]["enabled"] is True
+    assert client.get("/api/views/monitor/runs").json() == {"runs": ["r/rank0"]}
+    h = client.get("/api/views/monitor/heatmap", params={"run": "r/rank0"}).json()
+    assert len(h["markers"]) == 2
+    s = client.get("/api/views/monitor/step", params={"run": "r/rank0", "step": 5}).json()
+    assert s["findings"][0]["kind"] == "spike"
+    assert client.get("/api/views/monitor/step", params={"run": "r/rank0"}).status_code == 400
+    assert client.get("/api/views/monitor/heatmap", params={"run": "nope"}).status_code == 404
