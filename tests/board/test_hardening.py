@@ -443,6 +443,7 @@ HEAVIEST_ROUTES = [
     ("pr_curves/curves", {"run": "train", "tag": "pr"}),
     ("custom_scalars/multiline", {"run": "train", "tag_regex": "lo.*"}),
     ("embeddings/projection", {"run": "train", "tag": "emb", "step": "0", "dims": "3"}),
+    ("monitor/heatmap", {"run": "train"}),
 ]
 
 
