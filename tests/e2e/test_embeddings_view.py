@@ -154,7 +154,8 @@ def test_projector_colour_hover_neighbours_search_and_3d(page1280, server):
     assert attr(page, "thumbs") == "0"
 
 
-CONTROLS = ("#emb-run", "#emb-tag", "#emb-step", "#emb-dims", "#emb-color", "#emb-label",
+CONTROLS = ("#emb-run", "#emb-tag", "#emb-step", "#emb-method", "#emb-dims", "#emb-reset",
+            "#emb-color", "#emb-label",
             "#emb-search", "#emb-thumbs", "#emb-k", "#emb-metric")  # fmt: skip
 
 

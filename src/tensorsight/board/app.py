@@ -125,6 +125,7 @@ def runs_impl(provider: DataProvider, *, now: float | None = None) -> dict[str, 
         )
     return {
         "generation": provider.generation,
+        "loading": provider.loading,
         "now": now,
         "limits": provider.limits.to_json(),
         "runs": runs,

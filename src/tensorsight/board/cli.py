@@ -74,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
     """Load the logdir, print the URL and serve until interrupted."""
     from pathlib import Path
 
-    from tensorsight._progress import ProgressBar
     from tensorsight.board.app import require_front_end
     from tensorsight.board.server import DEFAULT_HOST, DEFAULT_PORT, serve
     from tensorsight.data import Limits, LogdirProvider
@@ -105,11 +104,12 @@ def run(args: argparse.Namespace) -> int:
         max_points_per_scalar=args.max_points_per_scalar,
         max_tags_per_run=args.max_tags_per_run or defaults.max_tags_per_run,
     )
-    with ProgressBar(None, label="reading", enabled=False if args.quiet else None) as bar:
-        provider = LogdirProvider(logdir, limits, progress=lambda n: bar.advance(n - bar.done))
+    # the runs are listed at once and their records read in the background, so the page
+    # and its run list load while the logdir is read (a sweep of 1,000 runs takes seconds)
+    provider = LogdirProvider(logdir, limits, read=False)
     if not args.quiet:
         runs = provider.list_runs()
-        print(f"tensorsight board: {len(runs)} runs in {logdir}", file=sys.stderr)
+        print(f"tensorsight board: {len(runs)} runs in {logdir} (reading them)", file=sys.stderr)
     if not args.quiet or token is not None:  # the token is printed once, even with --quiet
         shown = f"[{host}]" if ":" in host else host  # an IPv6 address
         query = "" if token is None else f"?token={token}"
@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         log_level="error" if args.quiet else "warning",
         allowed_hosts=args.allowed_host,
         token=token,
+        on_ready=provider.start_reading,
     )
     return 0
 

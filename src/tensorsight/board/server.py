@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tensorsight._lazy import lazy_import
@@ -95,6 +95,7 @@ def serve(
     log_level: str = "warning",
     allowed_hosts: Sequence[str] = (),
     token: str | None = None,
+    on_ready: Callable[[], object] | None = None,
 ) -> None:
     """Serve the board until interrupted (blocks).
 
@@ -108,6 +109,9 @@ def serve(
         allowed_hosts: Extra ``Host`` names to answer (see :func:`allowed_hosts_for`).
         token: Require this token on every request (``tensorsight board`` makes one for a
             non-loopback ``host`` unless ``--no-auth``).
+        on_ready: Called once the app is made, just before serving starts (``tensorsight
+            board`` starts reading the logdir there: a read that shares the GIL with the
+            app's set-up made the first answer ~1 s later on a busy machine).
 
     Raises:
         InputFileError: The front end is not built (see
@@ -121,6 +125,8 @@ def serve(
     )
     reloader = Reloader(provider, 5.0 if reload_interval_secs is None else reload_interval_secs)
     reloader.start()
+    if on_ready is not None:
+        on_ready()
     try:
         uvicorn.run(
             app,

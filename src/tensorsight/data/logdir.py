@@ -8,6 +8,7 @@ and a lock so a background thread may :meth:`reload` while requests are served.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -178,6 +179,9 @@ class LogdirProvider(DataProvider):
         logdir: Folder scanned recursively for event files.
         limits: Memory bounds (``None``: :class:`Limits` defaults, which keep every scalar).
         progress: Called with the number of files read so far during the first read.
+        read: ``False`` lists the runs without reading any record: :attr:`loading` stays
+            true, the run list shows the runs' names only, and the first :meth:`reload`
+            reads everything (the board serves the run list while it does).
 
     Raises:
         InputFileError: ``logdir`` does not exist or is not a folder.
@@ -195,6 +199,7 @@ class LogdirProvider(DataProvider):
         limits: Limits | None = None,
         *,
         progress: Callable[[int], None] | None = None,
+        read: bool = True,
     ) -> None:
         from tensorsight.summary._fs import is_remote
         from tensorsight.summary.logdir import Logdir
@@ -207,7 +212,11 @@ class LogdirProvider(DataProvider):
         self._caps = self._limits.per_kind()
         # the reader enforces the per-tag caps while ingesting (newest kept)
         self._logdir = Logdir(self.path, max_points=self._caps)
-        self._logdir.reload(progress=progress)  # progress: files read so far
+        self._loading = not read
+        if read:
+            self._logdir.reload(progress=progress)  # progress: files read so far
+        else:
+            self._logdir.scan()
         self._generation = 0
         self._runs: list[RunInfo] = []
         self._where: dict[tuple[str, str, str], str] = {}
@@ -220,6 +229,24 @@ class LogdirProvider(DataProvider):
     @property
     def generation(self) -> int:
         return self._generation
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+    def start_reading(self) -> threading.Thread:
+        """Run the first :meth:`reload` in a daemon thread (for ``read=False``); returned
+        started. A failure is logged, and the next reload tries again."""
+
+        def first() -> None:
+            try:
+                self.reload()
+            except Exception:  # the board keeps serving the run list; the log says why
+                logging.getLogger("tensorsight.board").exception("reading the logdir failed")
+
+        thread = threading.Thread(target=first, name="tensorsight-first-read", daemon=True)
+        thread.start()
+        return thread
 
     def reload(self) -> bool:
         """Read what was appended since the last call; True when anything changed.
@@ -234,7 +261,8 @@ class LogdirProvider(DataProvider):
             with self._lock:
                 before = self._runs
                 self._index()
-            changed = bool(result.has_changes) or self._runs != before
+                was_loading, self._loading = self._loading, False
+            changed = bool(result.has_changes) or self._runs != before or was_loading
             store = self.__dict__.get("_comparisons")
             changed = (store is not None and store.reload()) or changed
             if changed:
@@ -255,8 +283,12 @@ class LogdirProvider(DataProvider):
         max_tags = self._limits.max_tags_per_run
         runs = []
         # add_hparams sub-runs fold into their parent (tensorsight.data.hparams)
+        # while the first read runs no tag is known yet: fold by name alone meanwhile
         folds = fold_hparams_runs(
-            self._logdir.runs, lambda r: bool(self._logdir.tags(r).get("hparams"))
+            self._logdir.runs,
+            (lambda r: True)
+            if self._loading
+            else (lambda r: bool(self._logdir.tags(r).get("hparams"))),
         )
         where: dict[tuple[str, str, str], str] = {}
         for run, sources in folds.items():

@@ -309,6 +309,11 @@ class DataProvider(abc.ABC):
         """A counter that grows whenever new data arrived (clients poll it to refresh)."""
         return 0
 
+    @property
+    def loading(self) -> bool:
+        """True while the first read of the data runs (the run list may lack tags)."""
+        return False
+
     def reload(self) -> bool:
         """Pick up new runs, tags and points; return whether anything changed."""
         return False

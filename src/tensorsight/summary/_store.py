@@ -216,6 +216,7 @@ class RunStore:
                 py_scalars[it.tag].append(it)
             elif it.kind != "_start":
                 other[(it.kind, it.tag)].append(it)
+        walls_seen: list[NDArray[np.float64]] = []
         for tag in set(groups) | set(py_scalars):
             steps, walls, values, seqs = groups.get(tag, (_EMPTY_I, _EMPTY_F, _EMPTY_F, _EMPTY_I))
             extra = py_scalars.get(tag)
@@ -242,8 +243,10 @@ class RunStore:
             limit = self.max_points.get("scalars")
             if limit is not None:
                 store.trim(limit)
-            self._note_walls(walls)
+            walls_seen.append(walls)
             changed["scalars"].add(tag)
+        if walls_seen:  # once per chunk, not per tag (a sweep's chunks hold 20 tags each)
+            self._note_walls(walls_seen[0] if len(walls_seen) == 1 else np.concatenate(walls_seen))
         for (kind, tag), its in other.items():
             self._note_walls(np.array([i.wall_time for i in its]))
             changed[kind].add(tag)

@@ -210,6 +210,41 @@ class Logdir:
             raise InputFileError(msg)
 
     # ------------------------------------------------------------ scanning
+    def scan(self, *, lock: contextlib.AbstractContextManager[Any] | None = None) -> list[str]:
+        """List the folders and register new runs and files without reading any record.
+
+        Returns the new runs' names. The board calls it first so that its run list can be
+        served while :meth:`reload` reads the records (which calls it too).
+        """
+        unlisted: list[str] = []
+        return self._scan(contextlib.nullcontext() if lock is None else lock, unlisted)[0]
+
+    def _scan(
+        self, guard: contextlib.AbstractContextManager[Any], unlisted: list[str]
+    ) -> tuple[list[str], list[str]]:
+        new_runs: list[str] = []
+        new_files: list[str] = []
+        found = [(folder, list(names)) for folder, names in _fs.walk(self.path, unlisted)]
+        with guard:
+            for folder, names in found:
+                for name in names:
+                    fmt = file_format(name)
+                    if fmt is None:
+                        continue
+                    run = _fs.relpath(folder, self.path)
+                    store = self._runs.get(run)
+                    if store is None:
+                        store = self._runs[run] = RunStore(run, self.max_points)
+                        new_runs.append(run)
+                    full = _fs.join(folder, name)
+                    if full not in store.readers:
+                        store.readers[full] = _READERS[fmt](
+                            full, plugins=store.plugins, check_data_crc=self.check_data_crc,
+                            use_c=self.use_c,
+                        )  # fmt: skip
+                        new_files.append(full)
+        return new_runs, new_files
+
     def reload(
         self,
         *,
@@ -231,28 +266,8 @@ class Logdir:
             InputFileError: The logdir itself cannot be listed.
         """
         guard = contextlib.nullcontext() if lock is None else lock
-        new_runs: list[str] = []
-        new_files: list[str] = []
         unlisted: list[str] = []
-        found = [(folder, list(names)) for folder, names in _fs.walk(self.path, unlisted)]
-        with guard:
-            for folder, names in found:
-                for name in names:
-                    fmt = file_format(name)
-                    if fmt is None:
-                        continue
-                    run = _fs.relpath(folder, self.path)
-                    store = self._runs.get(run)
-                    if store is None:
-                        store = self._runs[run] = RunStore(run, self.max_points)
-                        new_runs.append(run)
-                    full = _fs.join(folder, name)
-                    if full not in store.readers:
-                        store.readers[full] = _READERS[fmt](
-                            full, plugins=store.plugins, check_data_crc=self.check_data_crc,
-                            use_c=self.use_c,
-                        )  # fmt: skip
-                        new_files.append(full)
+        new_runs, new_files = self._scan(guard, unlisted)
         seen_before = {
             id(r) for store in self._runs.values() for r in store.readers.values() if r.offset
         }

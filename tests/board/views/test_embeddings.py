@@ -68,6 +68,22 @@ def test_tags_and_embeddings_per_step(client):
     ]
 
 
+def test_tsne_input_keeps_every_distance_with_zero_components_past_the_rank(client):
+    """The front end's t-SNE asks for 50 components of a capped sample: with 4 features the
+    first 4 are a rotation of the centred points (distances kept), the rest zeros."""
+    params = {"run": "torch", "tag": "emb", "step": 7, "dims": 50, "max_points": 60}
+    body = client.get(f"{API}/projection", params=params).json()
+    coords = np.array(body["coords"])
+    assert coords.shape == (60, 50)
+    assert body["sampled"]
+    assert body["shown"] == 60
+    np.testing.assert_array_equal(coords[:, 4:], 0.0)
+    x = MAT[body["indices"]].astype(np.float64)
+    want = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    got = np.linalg.norm(coords[:, None] - coords[None], axis=-1)
+    np.testing.assert_allclose(got, want, atol=1e-3)
+
+
 def test_pca_finds_the_axes_of_the_spread_and_its_share(client):
     params = {"run": "torch", "tag": "emb", "step": 7, "dims": 3}
     body = client.get(f"{API}/projection", params=params).json()
@@ -164,7 +180,7 @@ def test_sprite_over_the_cap_is_refused(client, monkeypatch):
     ("route", "params", "status", "message"),
     [
         ("projection", {"run": "torch", "tag": "emb"}, 400, "'step' is required"),
-        ("projection", {"run": "torch", "tag": "emb", "step": 7, "dims": 4}, 400, "in [2, 3]"),
+        ("projection", {"run": "torch", "tag": "emb", "step": 7, "dims": 51}, 400, "in [2, 50]"),
         ("projection", {"run": "torch", "tag": "emb", "step": 8}, 404, "nothing at step 8"),
         ("projection", {"run": "nope", "tag": "emb", "step": 7}, 404, "does not exist"),
         ("neighbors", {"run": "torch", "tag": "emb", "step": 7}, 400, "'i' is required"),

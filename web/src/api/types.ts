@@ -24,6 +24,8 @@ export interface RunEntry {
 
 export interface RunsResponse {
   generation: number;
+  /** True while the server reads the logdir for the first time (absent: false). */
+  loading?: boolean;
   now: number;
   limits: Record<string, number | null>;
   runs: RunEntry[];

@@ -44,6 +44,8 @@ export async function start(root: HTMLElement): Promise<void> {
   window.addEventListener("resize", markOverflow);
   const runList = new RunList(side, state);
 
+  /** View modules whose download started before the run list arrived (the first view's). */
+  const preloaded = new Map<string, ReturnType<NonNullable<ReturnType<typeof loaderFor>>>>();
   let current: ViewInstance | null = null;
   let currentName = "";
   const entries = new Map<string, ViewEntry>();
@@ -65,7 +67,7 @@ export async function start(root: HTMLElement): Promise<void> {
     }
     let mod;
     try {
-      mod = await loader();
+      mod = await (preloaded.get(name) ?? loader());
     } catch (err) {
       if (currentName !== name) return;
       main.append(h("p", { class: "error-text" }, `The front end of view ${name} failed to load: ${String(err)}`));
@@ -79,15 +81,23 @@ export async function start(root: HTMLElement): Promise<void> {
   }
 
   state.subscribe((reason) => {
-    runList.render();
+    // the view first: its requests go out before the run list's rows are redrawn (1,000
+    // rows once the first read of a sweep is done)
     current?.refresh(reason);
+    runList.render();
   });
 
   async function poll(): Promise<void> {
     try {
       const runs = await getJson<RunsResponse>("/api/runs");
+      const wasLoading = state.loading;
       const changed = state.update(runs);
-      status.textContent = `${runs.runs.length} runs · updated ${new Date().toLocaleTimeString()}`;
+      if (wasLoading && !state.loading) {
+        void getJson<{ views: ViewEntry[] }>("/api/views").then((r) => markTabs(r.views), () => undefined);
+      }
+      status.textContent = state.loading
+        ? `${runs.runs.length} runs · reading the logdir…`
+        : `${runs.runs.length} runs · updated ${new Date().toLocaleTimeString()}`;
       status.title = status.textContent;
       status.classList.remove("error-text");
       if (changed) state.emit("data");
@@ -98,19 +108,46 @@ export async function start(root: HTMLElement): Promise<void> {
     }
   }
 
+  const buttons = new Map<string, HTMLButtonElement>();
+  /** Mark the tabs from a /api/views answer (again once the logdir's first read is done). */
+  function markTabs(list: ViewEntry[]): void {
+    for (const v of list) {
+      const button = buttons.get(v.name);
+      if (!button) continue;
+      entries.set(v.name, v);
+      button.title = v.reason;
+      button.disabled = !v.enabled;
+      button.classList.toggle("empty", !v.has_data);
+    }
+  }
   const { views } = await getJson<{ views: ViewEntry[] }>("/api/views");
   for (const v of views) {
-    entries.set(v.name, v);
-    const button = h("button", { type: "button", "data-view": v.name, title: v.reason }, v.title);
-    button.disabled = !v.enabled;
-    if (!v.has_data) button.classList.add("empty");
+    const button = h("button", { type: "button", "data-view": v.name }, v.title);
+    buttons.set(v.name, button);
     button.addEventListener("click", () => void show(v.name));
     tabs.append(button);
   }
+  markTabs(views);
   markOverflow();
-  await poll();
   const wanted = location.hash.slice(1);
-  const first = views.find((v) => v.name === wanted && v.enabled) ?? views.find((v) => v.has_data) ?? views[0];
+  const asked = views.find((v) => v.name === wanted && v.enabled);
+  // the first view's code downloads while the run list is fetched
+  const early = asked ? loaderFor(asked, VIEWS) : undefined;
+  if (asked && early) {
+    const promise = early();
+    promise.catch(() => undefined); // show() reports a failure
+    preloaded.set(asked.name, promise);
+  }
+  await poll();
+  const first = asked ?? views.find((v) => v.has_data) ?? views[0];
   if (first) await show(first.name);
-  window.setInterval(() => void poll(), pollMs);
+  // while the server reads the logdir the run list is polled often, so the charts come as
+  // soon as the data is there
+  const tick = (): void => {
+    void poll().then(() => window.setTimeout(tick, state.loading ? LOADING_POLL_MS : pollMs));
+  };
+  window.setTimeout(tick, state.loading ? LOADING_POLL_MS : pollMs);
 }
+
+/** The run list's poll while the server reads the logdir for the first time. */
+const LOADING_POLL_MS = 150;

@@ -5,6 +5,9 @@
 import { formatClock, formatDuration, formatNumber, logTicks, niceTicks } from "./format";
 import { coveredSeries, hoverRows, tooltipTable, type HoverRow, type HoverSource } from "./hover";
 
+
+/** Legend entries drawn at most: a sweep of 1,000 runs would list 1,000 buttons per chart. */
+const LEGEND_MAX = 40;
 export type XKind = "step" | "relative" | "wall_time";
 
 /** A series as drawn: the hover fields (`y` the main line, `raw` drawn faintly behind it when
@@ -402,6 +405,7 @@ export class LineChart {
     if (!el) return;
     el.replaceChildren();
     this.series.forEach((s, i) => {
+      if (i >= LEGEND_MAX) return;
       const item = document.createElement("button");
       item.type = "button";
       item.className = "legend-item";
@@ -427,6 +431,12 @@ export class LineChart {
       });
       el.append(item);
     });
+    if (this.series.length > LEGEND_MAX) {
+      const more = document.createElement("span");
+      more.className = "legend-more";
+      more.textContent = `… and ${this.series.length - LEGEND_MAX} more (hover the chart for their values)`;
+      el.append(more);
+    }
   }
 
   private onHover(e: MouseEvent): void {

@@ -7,6 +7,8 @@ export type Listener = (reason: "selection" | "data") => void;
 export class BoardState {
   runs: RunEntry[] = [];
   generation = -1;
+  /** The server is still reading the logdir: runs are listed, their tags not yet. */
+  loading = false;
   limits: Record<string, number | null> = {};
   readonly selected = new Set<string>();
   private readonly colors = new Map<string, string>();
@@ -15,9 +17,12 @@ export class BoardState {
 
   /** Apply a /api/runs answer; new runs start selected. Returns whether data changed. */
   update(response: RunsResponse): boolean {
-    const changed = response.generation !== this.generation || response.runs.length !== this.runs.length;
+    const loading = response.loading === true;
+    const changed =
+      response.generation !== this.generation || response.runs.length !== this.runs.length || loading !== this.loading;
     this.runs = response.runs;
     this.generation = response.generation;
+    this.loading = loading;
     this.limits = response.limits;
     response.runs.forEach((run, i) => {
       if (!this.known.has(run.name)) {

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_POINTS",
+    "MAX_DIMS",
     "MAX_FIT_POINTS",
     "MAX_NEIGHBORS",
     "MAX_POINTS",
@@ -54,6 +55,7 @@ DEFAULT_POINTS = 10_000  # points drawn unless the client asks for fewer or more
 MAX_POINTS = 50_000  # the most points one projection returns
 MAX_FIT_POINTS = 10_000  # points the axes are fitted on (sampled); all drawn points are projected
 MAX_NEIGHBORS = 100
+MAX_DIMS = 50  # components one projection returns: 2-3 to draw, 50 as t-SNE's input
 MAX_SPRITE_BYTES = 16 * 1024 * 1024
 METRICS = ("cosine", "euclidean")
 SPRITE_TYPES = frozenset({"image/png", "image/jpeg"})
@@ -332,7 +334,7 @@ class EmbeddingsView(View):
     async def _projection(self, request: Request) -> Response:
         run, tag = require_param(request, "run"), require_param(request, "tag")
         step = _step(request)
-        dims = int_param(request, "dims", 2, 2, 3)
+        dims = int_param(request, "dims", 2, 2, MAX_DIMS)
         max_points = int_param(request, "max_points", DEFAULT_POINTS, 1, MAX_POINTS)
         return await offload_json(
             request, projection_impl, self.provider, run, tag, step, dims, max_points

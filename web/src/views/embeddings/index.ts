@@ -8,6 +8,7 @@ import type { TagEntry } from "../../api/types";
 import { formatNumber } from "../../core/format";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
 import {
+  applyView,
   categorize,
   defaultColorColumn,
   depthOrder,
@@ -20,14 +21,25 @@ import {
   rotate,
   spriteCell,
   toScreen,
+  numericScale,
+  scaleColor,
   varianceText,
+  zoomAt,
+  FITTED,
   type Categories,
+  type NumericScale,
+  type ViewBox,
   type EmbeddingsResponse,
   type NeighborsResponse,
   type ProjectionResponse,
   type ScreenMap,
 } from "./model";
+import { TSNE_INPUT_DIMS, TSNE_MAX_POINTS } from "./tsne";
+import type { TsneProgress, TsneRequest } from "./tsne.worker";
 import "./embeddings.css";
+
+const TSNE_ITERATIONS = 500;
+const TSNE_PERPLEXITY = 30;
 
 const API = "/api/views/embeddings";
 const PAD = 28;
@@ -49,6 +61,14 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const tagSel = h("select", { id: "emb-tag", title: "tag" });
   const stepSel = h("select", { id: "emb-step", title: "step" });
   const dimsSel = h("select", { id: "emb-dims" }, option("2", "2-D"), option("3", "3-D"));
+  const methodSel = h(
+    "select",
+    { id: "emb-method", title: `PCA: every drawn point, at once. t-SNE: at most ${TSNE_MAX_POINTS.toLocaleString()} points (sampled past that), computed in the page` },
+    option("pca", "PCA"),
+    option("tsne", "t-SNE"),
+  );
+  const progress = h("progress", { id: "emb-progress", max: "1", value: "0", hidden: "" });
+  const resetView = h("button", { type: "button", id: "emb-reset", title: "undo the zoom and pan (wheel: zoom, drag: pan in 2-D)" }, "reset view");
   const colorSel = h("select", { id: "emb-color" });
   const labelSel = h("select", { id: "emb-label" });
   const search = h("input", { type: "search", id: "emb-search", placeholder: "search labels (regex)" });
@@ -63,9 +83,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const info = h("div", { class: "chart-info", id: "emb-info" });
   const problems = h("div", { class: "warn-text emb-problems" });
   const legend = h("div", { class: "emb-legend", id: "emb-legend" });
+  const colorbar = h("div", { class: "emb-colorbar", id: "emb-colorbar", hidden: "" });
   const panel = h("aside", { class: "card emb-panel", id: "emb-panel" }, h("p", { class: "muted" }, "Click a point to list its nearest neighbours."));
   const stage = h("div", { class: "emb-stage" }, canvas, tooltip);
-  const card = h("section", { class: "card emb-card" }, stage, info, legend, problems);
+  const card = h("section", { class: "card emb-card" }, stage, h("div", { class: "emb-status" }, progress, info), legend, colorbar, problems);
   el.append(
     h(
       "div",
@@ -73,7 +94,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       h("label", {}, "run ", runSel),
       h("label", {}, "tag ", tagSel),
       h("label", {}, "step ", stepSel),
+      h("label", {}, "projection ", methodSel),
       h("label", {}, "view ", dimsSel),
+      resetView,
       h("label", {}, "colour by ", colorSel),
       h("label", {}, "label ", labelSel),
       search,
@@ -88,6 +111,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   let proj: ProjectionResponse | null = null;
   let labels: string[] = [];
   let cats: Categories | null = null;
+  let scale: NumericScale | null = null;
+  let view: ViewBox = FITTED;
+  let worker: Worker | null = null;
   let matches: boolean[] = [];
   let flat: Float64Array = new Float64Array(0);
   let map: ScreenMap = { scale: 1, cx: 0, cy: 0 };
@@ -113,7 +139,12 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     const three = proj.coords[0]?.length === 3;
     flat = rotate(proj.coords, three ? yaw : 0, three ? pitch : 0);
     const [w, hgt] = cssSize();
-    map = fitScreen(flat, w, hgt, PAD, three ? radius : undefined);
+    map = applyView(fitScreen(flat, w, hgt, PAD, three ? radius : undefined), view, w, hgt);
+  }
+
+  function colorOf(i: number): string {
+    if (scale) return scale.colors[i] as string;
+    return cats ? (cats.colors[i] as string) : PLAIN_COLOR;
   }
 
   function draw(): void {
@@ -150,7 +181,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
         const sw = size * Math.min(1, tw / th), sh = size * Math.min(1, th / tw);
         g.globalAlpha = anyMatch && !matches[i] ? 0.15 : 1;
         g.drawImage(tiles, cell.x, cell.y, tw, th, x - sw / 2, y - sh / 2, sw, sh);
-        g.strokeStyle = cats ? (cats.colors[i] as string) : PLAIN_COLOR; // the colour as a frame
+        g.strokeStyle = colorOf(i); // the colour as a frame
         g.lineWidth = 1.5;
         g.strokeRect(x - sw / 2, y - sh / 2, sw, sh);
         drawnThumbs++;
@@ -160,7 +191,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       const depth = three && zhi > zlo ? ((flat[i * 3 + 2] as number) - zlo) / (zhi - zlo) : 1;
       const dim = anyMatch && !matches[i];
       g.globalAlpha = dim ? 0.15 : three ? 0.45 + 0.55 * depth : 0.85;
-      g.fillStyle = cats ? (cats.colors[i] as string) : PLAIN_COLOR;
+      g.fillStyle = colorOf(i);
       g.beginPath();
       g.arc(x, y, three ? r0 * (0.7 + 0.6 * depth) : r0, 0, 2 * Math.PI);
       g.fill();
@@ -186,6 +217,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     canvas.dataset.selected = selected >= 0 ? String(proj.indices[selected]) : "";
     canvas.dataset.neighbors = String(neighborSet.size);
     canvas.dataset.colorBy = colorSel.value;
+    canvas.dataset.colorScale = scale ? "numeric" : cats ? "categories" : "none";
+    canvas.dataset.method = methodSel.value;
+    canvas.dataset.zoom = view.zoom.toFixed(3);
+    canvas.dataset.pan = `${view.dx.toFixed(1)},${view.dy.toFixed(1)}`;
     canvas.dataset.rotation = `${yaw.toFixed(3)},${pitch.toFixed(3)}`;
     if (n) {
       const [x, y] = toScreen(flat, 0, map);
@@ -196,7 +231,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   function drawAxes(g: CanvasRenderingContext2D, w: number, hgt: number, three: boolean): void {
     if (!proj) return;
     const ev = proj.explained_variance;
-    const pct = (k: number): string => `PC${k + 1} (${(100 * (ev[k] ?? 0)).toFixed(1)}%)`;
+    const tsne = methodSel.value === "tsne";
+    const pct = (k: number): string => (tsne ? `t-SNE ${k + 1}` : `PC${k + 1} (${(100 * (ev[k] ?? 0)).toFixed(1)}%)`);
     g.fillStyle = "#555";
     g.font = "11px sans-serif";
     if (!three) {
@@ -216,6 +252,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       g.textAlign = "right";
       g.fillText(`${pct(1)} →`, 0, 0);
       g.restore();
+      g.fillStyle = "#888";
+      g.textAlign = "right";
+      g.fillText(view === FITTED ? "wheel to zoom · drag to pan" : `zoom ×${view.zoom.toFixed(1)} · reset view to fit`, w - 8, 14);
       return;
     }
     // a small triad of the three components, rotated with the cloud
@@ -247,7 +286,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       g.fillText(t.text, t.left, t.y);
     });
     g.fillStyle = "#888";
-    g.fillText("drag to rotate", w - 100, hgt - 8);
+    g.textAlign = "right";
+    g.fillText("drag to rotate · wheel to zoom", w - 8, hgt - 8);
   }
 
   function thumb(pos: number): HTMLElement | null {
@@ -350,7 +390,23 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   function recolor(): void {
     if (!proj) return;
     const col = Number(colorSel.value);
-    cats = col >= 0 ? categorize(proj.metadata.map((r) => r[col] ?? "")) : null;
+    const values = col >= 0 ? proj.metadata.map((r) => r[col] ?? "") : null;
+    // a numeric column with many values: a continuous scale and a colour bar, not a legend
+    scale = values ? numericScale(values) : null;
+    cats = values && !scale ? categorize(values) : null;
+    colorbar.hidden = !scale;
+    if (scale) {
+      const ramp = h("span", { class: "emb-ramp" });
+      ramp.style.background = `linear-gradient(to right, ${[0, 0.25, 0.5, 0.75, 1].map(scaleColor).join(", ")})`;
+      colorbar.replaceChildren(
+        h("span", { class: "emb-colorbar-name" }, proj.columns[col] ?? ""),
+        h("span", { class: "emb-colorbar-min" }, formatNumber(scale.min)),
+        ramp,
+        h("span", { class: "emb-colorbar-max" }, formatNumber(scale.max)),
+      );
+    } else {
+      colorbar.replaceChildren();
+    }
     legend.replaceChildren(
       ...(cats?.legend ?? []).map((e) => {
         const sw = h("span", { class: "tt-swatch" });
@@ -376,10 +432,19 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     const run = runSel.value, tag = tagSel.value, step = stepSel.value;
     if (!run || !tag || step === "") return;
     const mine = ++seq;
+    worker?.terminate();
+    worker = null;
+    progress.hidden = true;
+    tooltip.hidden = true; // it described a point of the previous projection
+    const tsne = methodSel.value === "tsne";
     info.textContent = "computing the projection…";
     let body: ProjectionResponse;
     try {
-      body = await getJson<ProjectionResponse>(`${API}/projection`, { run, tag, step, dims: dimsSel.value });
+      // t-SNE starts from the points' first 50 principal components, on a capped sample
+      const query = tsne
+        ? { run, tag, step, dims: TSNE_INPUT_DIMS, max_points: TSNE_MAX_POINTS }
+        : { run, tag, step, dims: dimsSel.value };
+      body = await getJson<ProjectionResponse>(`${API}/projection`, query);
     } catch (err) {
       if (mine !== seq) return;
       proj = null;
@@ -392,6 +457,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     info.classList.remove("error-text");
     const same = proj && proj.run === body.run && proj.tag === body.tag && proj.step === body.step;
     const keepIdx = same && selected >= 0 ? (proj as ProjectionResponse).indices[selected] : undefined;
+    const dims = Number(dimsSel.value);
+    const input = body.coords;
+    if (tsne) body = { ...body, coords: input.map((r) => r.slice(0, dims)) }; // PCA until t-SNE moves
+    if (!same || tsne) view = FITTED;
     proj = body;
     radius = radiusOf(body.coords);
     position = new Map(body.indices.map((idx, pos) => [idx, pos]));
@@ -413,10 +482,16 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     const parts = [
       `${body.shown.toLocaleString()} of ${body.points.toLocaleString()} points`,
       `${body.features} dims`,
-      varianceText(body.explained_variance),
     ];
-    if (body.sampled) parts.push(`sampled: ${body.shown.toLocaleString()} points drawn at random, PCA fitted on ${body.fit_points.toLocaleString()}`);
-    info.textContent = parts.join(" · ");
+    if (tsne) {
+      if (body.sampled) parts.push(`t-SNE runs on at most ${TSNE_MAX_POINTS.toLocaleString()} points: a random sample`);
+    } else {
+      parts.push(varianceText(body.explained_variance));
+      if (body.sampled) parts.push(`sampled: ${body.shown.toLocaleString()} points drawn at random, PCA fitted on ${body.fit_points.toLocaleString()}`);
+    }
+    const summary = parts.join(" · ");
+    info.textContent = tsne ? `${summary} · t-SNE starting…` : summary;
+    if (tsne) runTsne(body, input, dims, summary);
     problems.textContent = body.problems.join(" ");
     labels = pointLabels(body, Number(labelSel.value));
     matches = matchLabels(labels, search.value);
@@ -424,6 +499,38 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     recolor();
     const pos = keepIdx === undefined ? -1 : (position.get(keepIdx) ?? -1);
     await select(pos);
+  }
+
+  /** Run t-SNE in a worker; each progress message redraws the layout. */
+  function runTsne(body: ProjectionResponse, input: number[][], dims: number, summary: string): void {
+    const w = new Worker(new URL("./tsne.worker.ts", import.meta.url), { type: "module" });
+    worker = w;
+    progress.hidden = false;
+    progress.value = 0;
+    canvas.dataset.tsneIteration = "0";
+    w.onmessage = (e: MessageEvent<TsneProgress>) => {
+      // a newer projection replaced this worker (seq also counts neighbour requests)
+      if (disposed || worker !== w) return;
+      const m = e.data;
+      proj = { ...body, coords: m.coords };
+      radius = radiusOf(m.coords);
+      progress.value = m.iteration / m.iterations;
+      info.textContent = `${summary} · t-SNE ${m.done ? "done" : "running"}: iteration ${m.iteration} of ${m.iterations} (perplexity ${TSNE_PERPLEXITY})`;
+      canvas.dataset.tsneIteration = String(m.iteration);
+      if (m.done) {
+        progress.hidden = true;
+        w.terminate();
+        worker = null;
+      }
+      draw();
+    };
+    w.onerror = (e) => {
+      info.textContent = `t-SNE failed: ${e.message}`;
+      info.classList.add("error-text");
+      progress.hidden = true;
+    };
+    const req: TsneRequest = { coords: input, dims, iterations: TSNE_ITERATIONS, perplexity: TSNE_PERPLEXITY, seed: 1 };
+    w.postMessage(req);
   }
 
   async function loadSteps(): Promise<void> {
@@ -458,15 +565,22 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     await loadSteps();
   }
 
-  let drag: { x: number; y: number; yaw: number; pitch: number; moved: boolean } | null = null;
+  let drag: { x: number; y: number; yaw: number; pitch: number; view: ViewBox; moved: boolean } | null = null;
   canvas.addEventListener("mousedown", (e) => {
-    drag = { x: e.offsetX, y: e.offsetY, yaw, pitch, moved: false };
+    drag = { x: e.offsetX, y: e.offsetY, yaw, pitch, view, moved: false };
   });
   canvas.addEventListener("mousemove", (e) => {
     if (drag && Math.hypot(e.offsetX - drag.x, e.offsetY - drag.y) > 3) drag.moved = true;
     if (drag?.moved && proj?.coords[0]?.length === 3) {
       yaw = drag.yaw + (e.offsetX - drag.x) * 0.01;
       pitch = Math.max(-1.5, Math.min(1.5, drag.pitch + (e.offsetY - drag.y) * 0.01));
+      tooltip.hidden = true;
+      draw();
+      return;
+    }
+    if (drag?.moved && proj) {
+      // 2-D: drag pans
+      view = { ...drag.view, dx: drag.view.dx + e.offsetX - drag.x, dy: drag.view.dy + e.offsetY - drag.y };
       tooltip.hidden = true;
       draw();
       return;
@@ -483,6 +597,23 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     if (click) void select(hitTest(flat, map, e.offsetX, e.offsetY, 8));
   });
 
+  canvas.addEventListener(
+    "wheel",
+    (e) => {
+      if (!proj) return;
+      e.preventDefault(); // the page does not scroll under the scatter
+      const [w, hgt] = cssSize();
+      view = zoomAt(view, Math.exp(-e.deltaY * 0.002), e.offsetX, e.offsetY, w, hgt);
+      tooltip.hidden = true;
+      draw();
+    },
+    { passive: false },
+  );
+  resetView.addEventListener("click", () => {
+    view = FITTED;
+    draw();
+  });
+  methodSel.addEventListener("change", () => void loadProjection());
   runSel.addEventListener("change", () => {
     fillTags();
     void loadSteps();
@@ -502,6 +633,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     refresh: () => void fetchTags(),
     dispose: () => {
       disposed = true;
+      worker?.terminate();
       window.removeEventListener("resize", onResize);
     },
   };

@@ -78,3 +78,45 @@ describe("embeddings model", () => {
     expect(varianceText([0.62, 0.2134])).toBe("PC1 62.0% · PC2 21.3%");
   });
 });
+
+describe("numeric colour scale and 2-D zoom", () => {
+  it("gives a numeric column with many values a continuous scale, few values a legend", async () => {
+    const { numericScale, numericValues, scaleColor, NO_VALUE_COLOR } = await import("./model");
+    const values = Array.from({ length: 30 }, (_, i) => String(i * 0.5));
+    values[3] = "";
+    const s = numericScale(values);
+    expect(s).not.toBeNull();
+    expect(s?.min).toBe(0);
+    expect(s?.max).toBe(14.5);
+    expect(s?.colors[0]).toBe(scaleColor(0));
+    expect(s?.colors[29]).toBe(scaleColor(1));
+    expect(s?.colors[3]).toBe(NO_VALUE_COLOR);
+    expect(numericScale(["1", "2", "3", "2"])).toBeNull(); // 3 values: categories
+    expect(numericScale([...values.slice(0, 25), "cat"])).toBeNull(); // not all numbers
+    expect(numericValues(["1e3", " -2 ", "Infinity"])).toBeNull();
+    expect(numericValues(["1e3", " -2 "])).toEqual([1000, -2]);
+    expect(scaleColor(0)).toBe("rgb(68, 1, 84)");
+    expect(scaleColor(1)).toBe("rgb(253, 231, 37)");
+    expect(scaleColor(2)).toBe(scaleColor(1)); // clamped
+  });
+
+  it("zooms about the cursor and pans on top of the fitted map", async () => {
+    const { applyView, zoomAt, FITTED, MAX_ZOOM } = await import("./model");
+    const base = { scale: 10, cx: 200, cy: 150 };
+    expect(applyView(base, FITTED, 400, 300)).toEqual(base);
+    // the data point under the cursor stays under it
+    const px = 320, py = 90;
+    const dataX = (px - base.cx) / base.scale, dataY = (base.cy - py) / base.scale;
+    let v = zoomAt(FITTED, 2, px, py, 400, 300);
+    v = zoomAt(v, 1.5, px, py, 400, 300);
+    const m = applyView(base, v, 400, 300);
+    expect(m.scale).toBeCloseTo(30, 9);
+    expect(m.cx + dataX * m.scale).toBeCloseTo(px, 9);
+    expect(m.cy - dataY * m.scale).toBeCloseTo(py, 9);
+    // a pan shifts everything by the drag
+    const moved = applyView(base, { ...v, dx: v.dx + 15, dy: v.dy - 5 }, 400, 300);
+    expect(moved.cx - m.cx).toBeCloseTo(15, 9);
+    expect(moved.cy - m.cy).toBeCloseTo(-5, 9);
+    expect(zoomAt(FITTED, 1e9, 0, 0, 400, 300).zoom).toBe(MAX_ZOOM);
+  });
+});

@@ -207,3 +207,93 @@ export function spriteCell(index: number, points: number, dim: [number, number])
 export function varianceText(explained: number[]): string {
   return explained.map((v, i) => `PC${i + 1} ${(100 * v).toFixed(1)}%`).join(" · ");
 }
+
+/** A continuous colour scale of a numeric metadata column. */
+export interface NumericScale {
+  min: number;
+  max: number;
+  /** Colour of each point, in point order (NO_VALUE_COLOR where a value is missing). */
+  colors: string[];
+}
+
+/** Stops of the continuous scale (a perceptually ordered dark-blue → green → yellow ramp). */
+export const SCALE_STOPS: [number, number, number][] = [
+  [68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37],
+];
+export const NO_VALUE_COLOR = "#cccccc";
+
+/** The colour at `t` in [0, 1] of the scale (clamped). */
+export function scaleColor(t: number): string {
+  const u = Math.max(0, Math.min(1, Number.isFinite(t) ? t : 0)) * (SCALE_STOPS.length - 1);
+  const k = Math.min(Math.floor(u), SCALE_STOPS.length - 2);
+  const f = u - k;
+  const a = SCALE_STOPS[k] as [number, number, number], b = SCALE_STOPS[k + 1] as [number, number, number];
+  const c = a.map((v, i) => Math.round(v + (b[i] as number - v) * f));
+  return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
+}
+
+/** A column's values as numbers when every non-empty one is a finite number; else null. */
+export function numericValues(values: string[]): number[] | null {
+  const out: number[] = [];
+  let any = false;
+  for (const v of values) {
+    const s = v.trim();
+    if (s === "") {
+      out.push(Number.NaN);
+      continue;
+    }
+    const x = Number(s);
+    if (!Number.isFinite(x)) return null;
+    out.push(x);
+    any = true;
+  }
+  return any ? out : null;
+}
+
+/** The continuous scale for a column that is numeric with more distinct values than there are
+ * category colours (a loss, a confidence, a position); null: the column is categorical (ids,
+ * classes and a few numbers keep their legend of distinct colours). */
+export function numericScale(values: string[], maxCategories = CATEGORY_COLORS.length): NumericScale | null {
+  const nums = numericValues(values);
+  if (!nums) return null;
+  const distinct = new Set(nums.filter((x) => Number.isFinite(x)));
+  if (distinct.size <= maxCategories) return null;
+  let min = Infinity, max = -Infinity;
+  for (const x of distinct) {
+    if (x < min) min = x;
+    if (x > max) max = x;
+  }
+  const span = max - min || 1;
+  return { min, max, colors: nums.map((x) => (Number.isFinite(x) ? scaleColor((x - min) / span) : NO_VALUE_COLOR)) };
+}
+
+/** Zoom and pan of the 2-D scatter on top of the fitted screen map (zoom 1, no shift: fitted). */
+export interface ViewBox {
+  zoom: number;
+  dx: number;
+  dy: number;
+}
+
+export const FITTED: ViewBox = { zoom: 1, dx: 0, dy: 0 };
+export const MIN_ZOOM = 0.5;
+export const MAX_ZOOM = 200;
+
+/** The fitted map `m` of a `width` x `height` canvas zoomed about its centre and shifted. */
+export function applyView(m: ScreenMap, v: ViewBox, width: number, height: number): ScreenMap {
+  return {
+    scale: m.scale * v.zoom,
+    cx: width / 2 + (m.cx - width / 2) * v.zoom + v.dx,
+    cy: height / 2 + (m.cy - height / 2) * v.zoom + v.dy,
+  };
+}
+
+/** Zoom by `factor` keeping the point under the cursor (`px`, `py`) where it is. */
+export function zoomAt(v: ViewBox, factor: number, px: number, py: number, width: number, height: number): ViewBox {
+  const zoom = Math.max(MIN_ZOOM, Math.min(MAX_ZOOM, v.zoom * factor));
+  const f = zoom / v.zoom;
+  return {
+    zoom,
+    dx: px - width / 2 - (px - width / 2 - v.dx) * f,
+    dy: py - height / 2 - (py - height / 2 - v.dy) * f,
+  };
+}

@@ -26,6 +26,8 @@ export interface CardSource {
 }
 
 const API = "/api/views/scalars";
+/** Series whose download links a card lists at once; more go behind a "download" toggle. */
+const INLINE_DOWNLOADS = 16;
 
 export function xValues(r: ScalarSeriesResponse, kind: XKind): number[] {
   if (kind === "step") return r.step ?? [];
@@ -208,14 +210,29 @@ export class ScalarCard {
   }
 
   private renderDownloads(): void {
-    this.downloads.replaceChildren(h("span", {}, "download full resolution: "));
+    const count = this.tags.reduce((n, tag) => n + (this.runs.get(tag)?.length ?? 0), 0);
+    if (count > INLINE_DOWNLOADS) {
+      // a sweep: 2,000 links per chart cost more than the chart; they are made when opened
+      const open = h("details", { class: "dl-more" }, h("summary", {}, `download full resolution (${count} series)`));
+      open.addEventListener("toggle", () => {
+        if (open.open && open.childElementCount === 1) open.append(this.downloadLinks());
+      });
+      this.downloads.replaceChildren(open);
+      return;
+    }
+    this.downloads.replaceChildren(h("span", {}, "download full resolution: "), this.downloadLinks());
+  }
+
+  private downloadLinks(): DocumentFragment {
+    const out = document.createDocumentFragment();
     for (const tag of this.tags) {
       for (const run of this.runs.get(tag) ?? []) {
         const label = this.tags.length === 2 ? `${run}/${tag}` : run;
         const csv = h("a", { href: buildUrl(`${API}/download`, { run, tag, format: "csv" }), download: "", class: "dl-csv" }, "CSV");
         const json = h("a", { href: buildUrl(`${API}/download`, { run, tag, format: "json" }), download: "", class: "dl-json" }, "JSON");
-        this.downloads.append(h("span", { class: "dl" }, `${label} `, csv, " ", json));
+        out.append(h("span", { class: "dl" }, `${label} `, csv, " ", json));
       }
     }
+    return out;
   }
 }

@@ -6,6 +6,12 @@ import { compileRegex } from "../../core/runlist";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
 import { ScalarCard, type ScalarSettings } from "./card";
 
+/** Cards loading at once (each a request per 500 runs). One: the server shares one GIL
+ * between requests, so a second card's requests only slowed the first card's (1,000-run
+ * sweep, load ~6 on 2 cores: first chart 0.99 s after the read with one, 1.92 s with two,
+ * medians of 3). */
+const MAX_LOADS = 1;
+
 export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const settings: ScalarSettings = { smoothing: 0.6, yLog: false, xKind: "step" };
   const tagFilter = h("input", { type: "search", id: "tag-filter", placeholder: "filter tags (regex)" });
@@ -47,6 +53,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   // Cards load when they come into view and stay there a moment, so scrolling past many
   // charts does not fetch and draw every one of them.
   const pending = new Map<ScalarCard, number>();
+  // The cards on screen when the tags arrive load at once; later ones (scrolled to) after
+  // the pause above.
+  let settled = false;
   const observer = new IntersectionObserver(
     (entries) => {
       for (const entry of entries) {
@@ -56,18 +65,52 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
         window.clearTimeout(pending.get(card));
         pending.delete(card);
         if (card.visible && card.needsLoad()) {
+          if (!settled) {
+            enqueue(card);
+            continue;
+          }
           pending.set(
             card,
             window.setTimeout(() => {
               pending.delete(card);
-              if (card.visible && card.needsLoad()) void card.load();
+              if (card.visible && card.needsLoad()) enqueue(card);
             }, 120),
           );
         }
       }
+      window.setTimeout(() => (settled = true), 300);
     },
     { rootMargin: "100px" },
   );
+
+  // Loads run one card at a time, the card highest on the page first: with 1,000 runs a
+  // chart is 2 requests of 500 series, and the first chart must not wait for the others'.
+  const queue = new Set<ScalarCard>();
+  const position = new Map<ScalarCard, number>();
+  let running = 0;
+  function enqueue(card: ScalarCard): void {
+    queue.add(card);
+    pump();
+  }
+  function pump(): void {
+    while (running < MAX_LOADS && queue.size) {
+      let next: ScalarCard | undefined;
+      for (const card of queue) {
+        if (!next || (position.get(card) ?? 0) < (position.get(next) ?? 0)) next = card;
+      }
+      const card = next as ScalarCard;
+      queue.delete(card);
+      if (!card.visible) {
+        void card.load(); // marks it for loading when it comes into view
+        continue;
+      }
+      running++;
+      void card.load().finally(() => {
+        running--;
+        pump();
+      });
+    }
+  }
 
   function runsByTag(names: string[]): Map<string, string[]> {
     const m = new Map<string, string[]>();
@@ -91,6 +134,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       }
     }
     grid.replaceChildren();
+    position.clear();
     for (const [key, names] of wanted) {
       let card = cards.get(key);
       if (!card) {
@@ -100,13 +144,16 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       } else {
         card.runs = runsByTag(names);
       }
+      position.set(card, position.size);
       grid.append(card.el);
     }
     const shown = wanted.length - composed.length;
     const extra = composed.length ? ` + ${composed.length} composed` : "";
     message.textContent = tags.length
       ? `${shown} of ${tags.length} tags shown${extra} · drag on a chart to zoom`
-      : "No scalar tags in the selected runs.";
+      : ctx.state.loading
+        ? "Reading the logdir… the charts come when it is read."
+        : "No scalar tags in the selected runs.";
     for (const select of [composeA, composeB]) {
       const keep = select.value;
       select.replaceChildren(...tags.map((t) => h("option", { value: t.tag }, t.tag)));
@@ -118,13 +165,17 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   function reloadAll(resetZoom = false): void {
     for (const card of cards.values()) {
       if (resetZoom) card.resetZoom();
-      void card.load();
+      enqueue(card);
     }
   }
 
+  let tagSeq = 0;
   async function fetchTags(): Promise<void> {
+    const seq = ++tagSeq;
     const runs = ctx.state.selectedRuns();
-    tags = runs.length ? (await getJson<{ tags: TagEntry[] }>("/api/views/scalars/tags", { run: runs })).tags : [];
+    const got = runs.length ? (await getJson<{ tags: TagEntry[] }>("/api/views/scalars/tags", { run: runs })).tags : [];
+    if (seq !== tagSeq) return; // a newer selection or data asked again
+    tags = got;
     layout();
     reloadAll();
   }

@@ -1,0 +1,57 @@
+"""The board while ``tensorsight board`` still reads the logdir (issue 22, 1,000 runs): the
+run list comes first with its runs marked "reading", the charts when the read is done, with
+no reload of the page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tensorsight import SummaryWriter
+from tensorsight.data import LogdirProvider
+from tests.e2e.conftest import board_server, shot
+
+pytestmark = pytest.mark.browser
+
+RUNS = 45  # more than the legend lists and the downloads show inline
+
+
+def test_run_list_first_then_charts(page1280, tmp_path: Path):
+    for r in range(RUNS):
+        with SummaryWriter(str(tmp_path / f"run{r:02d}")) as w:
+            for s in range(5):
+                w.add_scalar("loss", 1.0 / (s + 1 + r), s)
+                w.add_scalar("acc", s / 5, s)
+    provider = LogdirProvider(tmp_path, read=False)
+    with board_server(provider) as url:
+        page = page1280
+        page.goto(url + "/#scalars")
+        page.wait_for_selector("#run-list li.run .badge.loading")
+        assert page.locator("#run-list li.run").count() == RUNS
+        page.wait_for_selector("#scalars-message:has-text('Reading the logdir')")
+        assert "reading the logdir" in page.locator("#status").inner_text()
+        assert page.locator(".scalar-card").count() == 0
+        provider.start_reading().join(timeout=60)
+        # the page polls often while loading: the charts come without a reload
+        page.wait_for_selector(
+            f".scalar-card[data-key='loss'] canvas[data-points='{RUNS * 5}']", timeout=20_000
+        )
+        assert page.locator("#run-list .badge.loading").count() == 0
+        assert page.locator("#run-list .badge.active, #run-list .badge.finished").count() == RUNS
+        assert "updated" in page.locator("#status").inner_text()
+        card = page.locator(".scalar-card[data-key='loss']")
+        # 45 series: the legend lists 40 and says how many more; the downloads wait behind
+        # a toggle, made when it is opened
+        assert card.locator(".legend-item").count() == 40
+        assert "and 5 more" in card.locator(".legend-more").inner_text()
+        assert card.locator(".dl-csv").count() == 0
+        card.locator(".dl-more summary").click()
+        assert card.locator(".dl-csv").count() == RUNS
+        # a selection change updates the rows in place, keeping every row
+        page.locator('#run-list input[data-run="run03"]').uncheck()
+        page.wait_for_selector(
+            f".scalar-card[data-key='loss'] canvas[data-points='{(RUNS - 1) * 5}']"
+        )
+        assert page.locator("#run-list li.run").count() == RUNS
+        shot(page, "board-loading-done")
