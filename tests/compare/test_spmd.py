@@ -132,6 +132,7 @@ def test_merge_without_a_plan_is_one_line(tmp_path):
         (["compare", "--merge", "r", "--rank", "1"], "takes no --rank"),
         (["compare", "a"], "needs two dump folders"),
         (["compare", "a", "b", "--spmd", "r", "--executor", "local"], "--executor"),
+        (["compare", "a", "b", "--spmd", "r", "-o", "out"], "-o goes with the merge"),
     ],
 )
 def test_mode_mistakes_are_one_line(argv, needle):

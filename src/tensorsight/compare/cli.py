@@ -215,6 +215,15 @@ def _check_mode(args: argparse.Namespace) -> None:
             "process compares which ranks). Drop it."
         )
         raise UsageError(msg)
+    reports = [
+        f for f, on in (("-o", args.output), ("--open", args.open), ("--replay", args.replay)) if on
+    ]
+    if args.spmd is not None and reports:
+        msg = (
+            f"Option --spmd: writes result files, not reports, so {reports[0]} goes with the "
+            f"merge. Expected: tensorsight compare --merge {args.spmd} {reports[0]} ..."
+        )
+        raise UsageError(msg)
 
 
 def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: Any) -> int:
