@@ -31,7 +31,7 @@ __all__ = [
     "encode_meta",
 ]
 
-KIND = "meshes"
+KIND = "mesh"  # the kind name PRODUCT.md fixes
 PLUGIN_NAME = "mesh"
 SCHEMA_VERSION = 0  # MeshPluginData.version, as TensorBoard writes it
 CONTENT_TYPES = {"VERTEX": 1, "FACE": 2, "COLOR": 3}
