@@ -150,6 +150,16 @@ def test_mode_mistakes_are_one_line(argv, needle):
         ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}, Slot(1, 2, "mpirun")),
         ({"PMI_RANK": "1", "PMI_SIZE": "3"}, Slot(1, 3, "mpirun")),
         ({}, Slot(0, 1, "none")),
+        # mpirun inside a Slurm allocation: its daemons' Slurm slot is the node's, not ours
+        (
+            {
+                "OMPI_COMM_WORLD_RANK": "5",
+                "OMPI_COMM_WORLD_SIZE": "8",
+                "SLURM_PROCID": "1",
+                "SLURM_NTASKS": "2",
+            },
+            Slot(5, 8, "mpirun"),
+        ),
     ],
 )
 def test_the_launcher_is_read_from_its_variables(env, want):
@@ -191,3 +201,31 @@ def test_torchrun_processes_share_the_ranks_and_merge_finds_the_bug(dumps, seria
     assert f"rank {BUG_RANK}" in cli.stdout or f"rank={BUG_RANK}" in cli.stdout
     merged = json.loads((out / "comparison.json").read_text())
     assert merged["rows"] == json.loads(serial.to_json())["rows"]
+
+
+def test_a_rank_without_steps_is_a_failed_pair_not_a_traceback(dumps, tmp_path):
+    import shutil
+
+    bench = tmp_path / "bench"
+    shutil.copytree(dumps["bench"], bench)
+    for step in (bench / "rank1").glob("step*"):
+        shutil.rmtree(step)
+    cli = run_cli("compare", str(bench), str(dumps["target"]), "--spmd", str(tmp_path / "r"))
+    assert cli.returncode == 3, cli.stderr
+    assert "rank 1 not compared" in cli.stderr
+    assert "Traceback" not in cli.stderr
+    merged = merge(tmp_path / "r")
+    assert [m.rank for m in merged.missing] == [1]
+    assert "no step" in merged.missing[0].reason
+
+
+def test_a_hand_edited_plan_is_one_line(dumps, tmp_path):
+    res = tmp_path / "res"
+    _spmd(dumps, res, 1)
+    plan = json.loads((res / "plan.json").read_text())
+    plan["missing"] = [{"reason": "no rank here"}]
+    (res / "plan.json").write_text(json.dumps(plan))
+    cli = run_cli("compare", "--merge", str(res))
+    assert cli.returncode == 2
+    assert "field 'missing'" in cli.stderr
+    assert "Traceback" not in cli.stderr

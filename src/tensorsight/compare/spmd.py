@@ -2,8 +2,7 @@
 
 ``tensorsight compare BENCH TARGET --spmd RESULTS`` started by a launcher reads which
 process it is from the launcher's environment (:func:`launcher_slot`), takes a contiguous
-block of the ranks both dumps hold (:func:`share`: a launcher that places processes as the
-training did reads node-local dumps), compares each rank pair with
+block of the ranks both dumps hold (:func:`share`), compares each rank pair with
 :func:`~tensorsight.compare.pairs.compare_pair` and writes one result file per pair::
 
     RESULTS/plan.json                    what is compared (dumps, step, options, ranks)
@@ -13,7 +12,9 @@ training did reads node-local dumps), compares each rank pair with
                                          counts and gaps in the file's key-value metadata)
     RESULTS/failed/rank=R.json           a pair whose task failed twice, with the reason
 
-A pair whose result file exists is skipped, so a job restarted after a failure only does
+Every process must see both dumps whole and the results folder (a shared file system):
+the plan, and so each process's share, comes from the ranks the dumps hold. A pair whose
+result file exists is skipped, so a job restarted after a failure only does
 what is left; files are written under a temporary name and renamed, so a process killed
 mid-write leaves no half file. ``tensorsight compare --merge RESULTS`` (:func:`merge`) then
 builds the one :class:`~tensorsight.compare.result.Comparison` the reports and the board
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,12 +56,14 @@ PLAN_FORMAT = "tensorsight-spmd-plan"
 SCHEMA_VERSION = 1
 _META_KEY = b"tensorsight.pair"
 
-# (process index, process count, launcher): torchrun, Slurm's srun, Open MPI, MPICH/Intel MPI
+# (process index, process count, launcher): torchrun, Open MPI, MPICH/Intel MPI, Slurm's srun.
+# MPI before Slurm: mpirun inside a Slurm allocation leaves its daemons' SLURM_PROCID (the
+# node's index) in every process it starts, so all processes of a node would read one slot.
 _LAUNCHERS = (
     ("RANK", "WORLD_SIZE", "torchrun"),
-    ("SLURM_PROCID", "SLURM_NTASKS", "srun"),
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun"),
     ("PMI_RANK", "PMI_SIZE", "mpirun"),
+    ("SLURM_PROCID", "SLURM_NTASKS", "srun"),
 )
 
 
@@ -193,22 +197,25 @@ def run_spmd(
     }
     _write_plan(root, plan)
     mine = share(ranks, me.index, me.count)
-    threads = jobs if jobs is not None else min(8, os.cpu_count() or 1)
+    # the launcher starts LOCAL_WORLD_SIZE processes per node: share its cores among them
+    local = _positive(os.environ.get("LOCAL_WORLD_SIZE"))
+    threads = jobs if jobs is not None else max(1, min(8, (os.cpu_count() or 1) // local))
     written: list[int] = []
     skipped: list[int] = []
     failed: list[MissingPair] = []
     for done, r in enumerate(mine, 1):
-        s = step if step is not None else min(bd.steps(r))
+        recorded = bd.steps(r)
+        s = step if step is not None else (min(recorded) if recorded else None)
         out = root / f"step={s}" / f"rank={r}.parquet"
-        if out.exists():
+        if s is not None and out.exists():
             skipped.append(r)
         else:
             task = PairTask(
                 bench_path, target_path, r, step=step, metrics=keys, custom=custom,
                 profile=prof.name, mapping=maps, jobs=threads,
             )  # fmt: skip
-            res = _attempt(task, failed)
-            if res is not None:
+            res = _attempt(task, failed)  # a rank without steps fails here, named
+            if res is not None and s is not None:
                 _write_result(out, res, s)
                 _remove(root / "failed" / f"rank={r}.json")
                 written.append(r)
@@ -217,6 +224,14 @@ def run_spmd(
         if progress is not None:
             progress(done, len(mine))
     return SpmdOutcome(me, root, tuple(written), tuple(skipped), tuple(failed))
+
+
+def _positive(text: str | None) -> int:
+    """``int(text)`` when it is a positive integer, else 1."""
+    try:
+        return max(1, int(text or 1))
+    except ValueError:
+        return 1
 
 
 def _attempt(task: PairTask, failed: list[MissingPair]) -> PairResult | None:
@@ -296,9 +311,24 @@ def _read_plan(root: Path) -> dict[str, Any]:
         )
         raise InputFileError(msg)
     plan = _load_json(file, "a --spmd plan")
-    want = {"bench": str, "target": str, "metrics": list, "profile": str, "ranks": list}
+    want = {
+        "bench": str, "target": str, "metrics": list, "profile": str, "ranks": list,
+        "missing": list, "allow_incomplete": bool,
+    }  # fmt: skip
     bad = [k for k, t in want.items() if not isinstance(plan.get(k), t)]
-    if plan.get("format") != PLAN_FORMAT or bad or not isinstance(plan.get("missing"), list):
+    if plan.get("step") is not None and not isinstance(plan.get("step"), int):
+        bad.append("step")
+    ranks = plan.get("ranks")
+    if isinstance(ranks, list) and not all(isinstance(r, int) for r in ranks):
+        bad.append("ranks")
+    raw_missing = plan.get("missing")
+    missing: list[Any] = raw_missing if isinstance(raw_missing, list) else []
+    if not all(
+        isinstance(m, dict) and isinstance(m.get("rank"), int) and isinstance(m.get("reason"), str)
+        for m in missing
+    ):
+        bad.append("missing")
+    if plan.get("format") != PLAN_FORMAT or bad:
         msg = (
             f"Plan {str(file)!r}: not a --spmd plan (field {(bad or ['format'])[0]!r}). "
             "Expected the plan.json a --spmd job wrote."
@@ -322,9 +352,17 @@ def _load_json(file: Path, what: str) -> dict[str, Any]:
     return doc
 
 
-def _write_text(file: Path, text: str) -> None:
+def _temporary(file: Path) -> Path:
+    """A new, unique temporary name beside ``file`` (processes on several hosts may share
+    one pid, so the name comes from ``mkstemp``, not from the pid)."""
     file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    fd, name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _write_text(file: Path, text: str) -> None:
+    tmp = _temporary(file)
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, file)
 
@@ -362,8 +400,7 @@ def _write_result(file: Path, res: PairResult, step: int) -> None:
         "gaps": list(res.gaps),
     }
     table = pa.table(columns).replace_schema_metadata({_META_KEY: json.dumps(meta)})
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    tmp = _temporary(file)
     pq.write_table(table, tmp)
     os.replace(tmp, file)
 

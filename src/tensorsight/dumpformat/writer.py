@@ -226,8 +226,13 @@ class DumpWriter:
         self._put(("end", complete, drop_if_empty), 0)
         with self._cond:
             self._ends_queued += 1
-            while self._ends_done < self._ends_queued and self._error is None:
+            while (
+                self._ends_done < self._ends_queued
+                and self._error is None
+                and self._thread.is_alive()  # a writer that died never answers
+            ):
                 self._cond.wait(0.5)
+        self._raise_pending()  # the step is not on disk: say so, as close() would
 
     def set_extra(self, **extra: Any) -> None:
         """Merge backend facts into ``manifest.extra``."""

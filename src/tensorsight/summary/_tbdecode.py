@@ -55,10 +55,13 @@ _TABLE: dict[str, tuple[str, Callable[[Raw], list[Any]], bool]] = {}
 
 
 def _table() -> dict[str, tuple[str, Callable[[Raw], list[Any]], bool]]:
-    if not _TABLE:
-        for plugin, spec in decoders().items():
-            if spec.decode is not None:
-                _TABLE[plugin] = (spec.name, spec.decode, spec.reads == "metadata")
+    global _TABLE
+    if not _TABLE:  # built whole, then bound: a reader thread never sees half a table
+        _TABLE = {
+            plugin: (spec.name, spec.decode, spec.reads == "metadata")
+            for plugin, spec in decoders().items()
+            if spec.decode is not None
+        }
     return _TABLE
 
 
