@@ -79,4 +79,6 @@ def test_concurrent_clients_are_all_answered_while_a_writer_appends(tmp_path):
     assert result.errors == []
     assert result.sent == result.answered == CLIENTS * REQUESTS_PER_CLIENT
     assert set(result.bodies) == set(paths)  # every route was hit and answered
-    assert provider.generation > 1  # the reloader picked up the writer's records meanwhile
+    # the reloader, running beside the server (its requests may all be answered before its
+    # first pass on a quiet machine), picked up the writer's records
+    assert provider.generation > 1

@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import threading
 import warnings
 import weakref
 from collections.abc import Callable
@@ -250,6 +251,9 @@ class Watch:
         self._closed = False
         self._act_ids: list[int] = []
         self._act_vals: list[Any] = []
+        # the hooks' appends go in pairs (an id, then its min and max): autograd runs one
+        # thread per device and DataParallel one per replica, so they append under a lock
+        self._act_lock = threading.RLock()
         self._act_series: dict[tuple[int, int, Any], int] = {}
         self._grad_series: dict[tuple[int, str, Any], int] = {}
         # id(tensor) -> (weak reference, version, series ids) of each tensor whose gradient
@@ -387,9 +391,15 @@ class Watch:
         vals = self._act_vals
         backward = self.backward
 
+        lock = self._act_lock
+
         def hook(module: Any, args: Any, output: Any) -> None:
             if self._dump is not None or not torch.is_grad_enabled():
                 return
+            with lock:
+                _record(output)
+
+        def _record(output: Any) -> None:
             outs = (output,) if isinstance(output, tensor_type) else leaves(output)
             for i, t in enumerate(outs):
                 if not isinstance(t, tensor_type) or not t.is_floating_point() or not t.numel():
@@ -417,12 +427,15 @@ class Watch:
         tensor_type = torch.Tensor
         leaves = torch.utils._pytree.tree_leaves
 
+        lock = self._act_lock
+
         def pre_hook(module: Any, args: Any) -> None:
             if self._dump is not None or not torch.is_grad_enabled():
                 return
-            for i, t in enumerate(leaves(args)):
-                if isinstance(t, tensor_type) and t.requires_grad and t.is_floating_point():
-                    self._watch_grad(t, index, path, f"grad_input.{i}", consumer=True)
+            with lock:  # _watch_grad's tables, as the forward hooks (DataParallel's threads)
+                for i, t in enumerate(leaves(args)):
+                    if isinstance(t, tensor_type) and t.requires_grad and t.is_floating_point():
+                        self._watch_grad(t, index, path, f"grad_input.{i}", consumer=True)
 
         return pre_hook
 
@@ -453,15 +466,17 @@ class Watch:
         aminmax = self._torch.aminmax
         ids = self._act_ids
         vals = self._act_vals
+        lock = self._act_lock
 
         def grad_hook(grad: Any) -> None:
             if grad is None or not grad.numel() or self._dump is not None:
                 return
             low, high = aminmax(grad.detach())
-            for s in series:
-                ids.append(s)
-                vals.append(low)
-                vals.append(high)
+            with lock:
+                for s in series:
+                    ids.append(s)
+                    vals.append(low)
+                    vals.append(high)
 
         t.register_hook(grad_hook)
 

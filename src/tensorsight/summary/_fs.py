@@ -87,7 +87,10 @@ def _remote(url: str) -> tuple[Any, str]:
         import fsspec  # type: ignore[import-untyped]
 
         fs, path = fsspec.core.url_to_fs(url)
-    except (ImportError, ValueError) as exc:
+    except ValueError as exc:  # fsspec knows the scheme, but its package refuses the URL
+        msg = f"Logdir {url!r}: cannot open it ({exc}). Check the URL and its configuration."
+        raise InputFileError(msg) from exc
+    except ImportError as exc:
         which = extra.get(scheme)
         how = (
             f"pip install 'tensorsight[{which}]'" if which else f"install {scheme}'s fsspec package"
@@ -164,8 +167,21 @@ def stat(path: str) -> FileInfo:
 
 
 def _info(url: str, info: dict[str, Any]) -> FileInfo:
-    """A listing entry as :class:`FileInfo` (object stores name the time differently)."""
-    when = info.get("LastModified", info.get("mtime", info.get("last_modified", 0.0)))
+    """A listing entry as :class:`FileInfo` (object stores name the time differently).
+
+    Example:
+        >>> _info("gs://b/f", {"size": 3, "updated": "2026-01-02T00:00:00Z"}).mtime
+        1767312000.0
+    """
+    when = next(  # S3, local/SFTP/HDFS, Azure, GCS
+        (info[k] for k in ("LastModified", "mtime", "last_modified", "updated") if k in info),
+        0.0,
+    )
+    if isinstance(when, str):  # GCS: an ISO 8601 time
+        try:
+            when = datetime.fromisoformat(when.replace("Z", "+00:00"))
+        except ValueError:
+            when = 0.0
     if isinstance(when, datetime):
         when = when.timestamp()
     try:
@@ -269,7 +285,11 @@ def _walk_remote(root: str) -> Iterator[tuple[str, list[str]]]:
         found = fs.find(base, detail=True)
     except Exception as exc:
         raise _remote_error(root, exc, "list it") from exc
-    if not found and not fs.isdir(base):
+    try:
+        empty = not found and not fs.isdir(base)
+    except Exception as exc:
+        raise _remote_error(root, exc, "list it") from exc
+    if empty:
         msg = f"Logdir {root!r}: not found. Expected a prefix holding event files. Check the URL."
         raise InputFileError(msg)
     prefix = base.rstrip("/")

@@ -112,3 +112,29 @@ def test_routes(mprovider):
     assert s["findings"][0]["kind"] == "spike"
     assert client.get("/api/views/monitor/step", params={"run": "r/rank0"}).status_code == 400
     assert client.get("/api/views/monitor/heatmap", params={"run": "nope"}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"version": "v2", "findings": []},
+        {"version": None, "findings": []},
+        {"version": 1, "findings": ["x"]},
+        {"version": 1, "findings": [{"value": {}, "kind": 3, "module": ["a"]}]},
+        {"version": 1, "findings": "nan", "truncated": "many", "modules": 7, "dump": "here"},
+        [1, 2, 3],
+    ],
+)
+def test_malformed_records_are_skipped_or_made_harmless(mprovider, doc):
+    data = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
+    mprovider.add_tensor(
+        "r/rank0", "monitor/findings", TensorValue.from_array(9, 10.0, data, "uint8")
+    )
+    out = heatmap_impl(mprovider, "r/rank0")  # no exception: the view keeps working
+    assert "enc.fc" in out["modules"]
+    assert any(m["step"] == 6 for m in out["markers"])
+    try:
+        step = step_impl(mprovider, "r/rank0", 9)
+    except NotFound:
+        return  # the record was skipped whole
+    assert all(isinstance(f["value"], (float, str)) for f in step["findings"])

@@ -70,11 +70,55 @@ def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
             doc = json.loads(np.asarray(rec.values, dtype=np.uint8).tobytes().decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             continue  # not ours: skip it rather than fail the view
-        if not isinstance(doc, dict) or int(doc.get("version", 1)) > _KNOWN_VERSION:
-            continue
+        doc = _checked(doc)
+        if doc is None:
+            continue  # not ours, or of a newer version: skip it rather than fail the view
         doc["step"] = int(rec.step)
         out.append(doc)
     return out
+
+
+_TEXT_FIELDS = ("kind", "source", "where", "tensor", "dtype", "stat", "module")
+
+
+def _checked(doc: Any) -> dict[str, Any] | None:
+    """``doc`` with only well-formed parts (the spec in docs/guide/watch.md), or ``None``.
+
+    A record is any tensor under the tag, so any JSON may arrive: a value that is not the
+    spec's type is dropped (a finding that is not an object) or made harmless (a text field
+    that is not text becomes ``None``, a value that is not a number NaN).
+    """
+    if not isinstance(doc, dict):
+        return None
+    version = doc.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version > _KNOWN_VERSION:
+        return None
+    findings = doc.get("findings")
+    clean: list[dict[str, Any]] = []
+    for f in findings if isinstance(findings, list) else ():
+        if not isinstance(f, dict):
+            continue
+        g = {k: (f[k] if isinstance(f.get(k), str) else None) for k in _TEXT_FIELDS}
+        for k in ("value", "reference"):
+            v = f.get(k)
+            ok = isinstance(v, (int, float, str)) and not isinstance(v, bool)
+            g[k] = v if ok else ("NaN" if k == "value" else None)
+        clean.append(g)
+    truncated = doc.get("truncated", 0)
+    modules = doc.get("modules")
+    return {
+        "findings": clean,
+        "truncated": truncated if isinstance(truncated, int) and truncated >= 0 else 0,
+        "modules": [m for m in modules if isinstance(m, str)] if isinstance(modules, list) else [],
+        "dump": _dump(doc.get("dump")),
+    }
+
+
+def _dump(d: Any) -> dict[str, Any] | None:
+    """The ``{"step", "path"}`` of a recorded dump, when both have their types."""
+    if isinstance(d, dict) and isinstance(d.get("path"), str) and isinstance(d.get("step"), int):
+        return {"step": d["step"], "path": d["path"]}
+    return None
 
 
 def _scalar(provider: DataProvider, run: str, tag: str) -> tuple[Any, Any] | None:
