@@ -87,8 +87,11 @@ def _remote(url: str) -> tuple[Any, str]:
         import fsspec  # type: ignore[import-untyped]
 
         fs, path = fsspec.core.url_to_fs(url)
-    except ValueError as exc:  # fsspec knows the scheme, but its package refuses the URL
-        msg = f"Logdir {url!r}: cannot open it ({exc}). Check the URL and its configuration."
+    except ValueError as exc:
+        if "rotocol not known" not in str(exc):  # a known scheme whose package refuses it
+            msg = f"Logdir {url!r}: cannot open it ({exc}). Check the URL and its configuration."
+            raise InputFileError(msg) from exc
+        msg = f"Logdir {url!r}: cannot open {scheme}:// URLs ({exc}). Check the scheme."
         raise InputFileError(msg) from exc
     except ImportError as exc:
         which = extra.get(scheme)
