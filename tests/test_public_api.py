@@ -89,6 +89,7 @@ PART_NAMES = {
         "EmbeddingData",
         "EmbeddingEntry",
         "GraphNodeData",
+        "HistogramArrays",
         "HistogramRecord",
         "ImageRecord",
         "InMemoryProvider",

@@ -47,6 +47,8 @@ def test_run_list_first_then_charts(page1280, tmp_path: Path):
         assert "and 5 more" in card.locator(".legend-more").inner_text()
         assert card.locator(".dl-csv").count() == 0
         card.locator(".dl-more summary").click()
+        # the links are made on the details' toggle event, which fires after the click
+        page.wait_for_selector(".scalar-card[data-key='loss'] .dl-csv")
         assert card.locator(".dl-csv").count() == RUNS
         # a selection change updates the rows in place, keeping every row
         page.locator('#run-list input[data-run="run03"]').uncheck()

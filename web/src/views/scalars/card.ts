@@ -213,10 +213,16 @@ export class ScalarCard {
     const count = this.tags.reduce((n, tag) => n + (this.runs.get(tag)?.length ?? 0), 0);
     if (count > INLINE_DOWNLOADS) {
       // a sweep: 2,000 links per chart cost more than the chart; they are made when opened
+      // a redraw (new data, the read finishing) keeps the list open if the user opened it
+      const was = this.downloads.querySelector<HTMLDetailsElement>("details.dl-more");
       const open = h("details", { class: "dl-more" }, h("summary", {}, `download full resolution (${count} series)`));
       open.addEventListener("toggle", () => {
         if (open.open && open.childElementCount === 1) open.append(this.downloadLinks());
       });
+      if (was?.open) {
+        open.open = true;
+        open.append(this.downloadLinks());
+      }
       this.downloads.replaceChildren(open);
       return;
     }
