@@ -376,17 +376,20 @@ class LogdirProvider(DataProvider):
     def sample_histograms(
         self, run: str, tag: str, limit: int
     ) -> tuple[int, list[HistogramRecord]]:
-        with self._lock:
-            records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
-        return len(records), [_histogram(records[i]) for i in evenly_spaced(len(records), limit)]
+        total, kept = self._sample_stored_histograms(run, tag, limit)
+        return total, [_histogram(r) for r in kept]
 
     def sample_histogram_arrays(
         self, run: str, tag: str, limit: int
     ) -> tuple[int, list[HistogramArrays]]:
+        total, kept = self._sample_stored_histograms(run, tag, limit)
+        return total, [_histogram_arrays(r) for r in kept]
+
+    def _sample_stored_histograms(self, run: str, tag: str, limit: int) -> tuple[int, list[Any]]:
+        """How many stored records the tag has, and at most ``limit`` of them, unconverted."""
         with self._lock:
             records = list(self._logdir.histograms(self._src(run, "histograms", tag), tag))
-        kept = evenly_spaced(len(records), limit)
-        return len(records), [_histogram_arrays(records[i]) for i in kept]
+        return len(records), [records[i] for i in evenly_spaced(len(records), limit)]
 
     def read_graph(self, run: str, tag: str) -> ModelGraph:
         from tensorsight.errors import UsageError

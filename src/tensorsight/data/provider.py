@@ -342,7 +342,8 @@ class DataProvider(abc.ABC):
         """The records of ``tag`` of ``kind`` in step order, as the kind's record type (see
         the module docstring); :class:`KeyError` when the provider has no such tag (the
         default: it serves no records). Providers implement this one method for every
-        record kind, with the caps of :meth:`Limits.per_kind` applied."""
+        record kind; :class:`~tensorsight.data.LogdirProvider` applies the caps of
+        :meth:`Limits.per_kind` (the in-memory provider serves what it was given)."""
         raise KeyError(tag)
 
     def read_histograms(self, run: str, tag: str) -> list[HistogramRecord]:
