@@ -161,7 +161,8 @@ def run_spmd(
         profile: Verdict profile name (default: ``budget``).
         mapping: User op mapping file (YAML/JSON), as for ``compare``.
         step: Step to compare (default: each rank's first step).
-        jobs: Threads that measure one pair's tensor pairs (default: ``min(8, cpus)``).
+        jobs: Threads that measure one pair's tensor pairs (default: ``min(8, cpus /
+            LOCAL_WORLD_SIZE)``, the launcher's processes on this node sharing its cores).
         allow_incomplete: As for :func:`~tensorsight.compare.compare`.
         slot: This process (default: :func:`launcher_slot`).
         progress: Called as ``progress(done, total)`` after each of this process's pairs.
