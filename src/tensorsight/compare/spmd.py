@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -354,12 +354,11 @@ def _load_json(file: Path, what: str) -> dict[str, Any]:
 
 
 def _temporary(file: Path) -> Path:
-    """A new, unique temporary name beside ``file`` (processes on several hosts may share
-    one pid, so the name comes from ``mkstemp``, not from the pid)."""
+    """A unique temporary name beside ``file``: processes on several hosts may share one pid,
+    so a random part names it. Not ``mkstemp``: its file is mode 0600, and the renamed
+    result would be unreadable to the others who share the results folder."""
     file.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
-    os.close(fd)
-    return Path(name)
+    return file.with_name(f".{file.name}.{uuid.uuid4().hex}.tmp")
 
 
 def _write_text(file: Path, text: str) -> None:
