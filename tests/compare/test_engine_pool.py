@@ -1,4 +1,5 @@
-"""``_measure_all``: every job measured once, in order; the first error stops the rest."""
+"""``_measure_all``: every job measured once, in order, while ``meanwhile`` runs in the calling
+thread; the first error stops the rest."""
 
 from __future__ import annotations
 
@@ -19,13 +20,25 @@ def test_rows_come_back_in_job_order_with_progress():
     jobs: list[Any] = list(range(50))
     counter.add_total(len(jobs))
 
+    go = threading.Event()
+
     def measure(job: Any) -> Any:
+        go.wait(10)  # no job finishes before meanwhile() ran
         time.sleep(0.001 * (job % 3))  # threads finish out of order
         return job * 10
 
+    caller = threading.get_ident()
+
+    def meanwhile() -> tuple[int, int]:
+        done = len(seen)
+        go.set()
+        return threading.get_ident(), done
+
     with ThreadPoolExecutor(max_workers=3) as pool:
-        rows = _measure_all(pool, measure, jobs, counter)
+        rows, (ident, done) = _measure_all(pool, measure, jobs, counter, meanwhile)
     assert rows == [j * 10 for j in jobs]
+    assert ident == caller  # in the calling thread,
+    assert done == 0  # before the pool's first job was done
     assert seen[-1] == (50, 50)
     assert len(seen) == 50
 
@@ -43,5 +56,5 @@ def test_the_first_error_stops_the_other_threads():
         return job
 
     with ThreadPoolExecutor(max_workers=2) as pool, pytest.raises(CompareError, match="t3"):
-        _measure_all(pool, measure, list(range(200)), _Counter(None))
+        _measure_all(pool, measure, list(range(200)), _Counter(None), lambda: None)
     assert len(calls) < 20  # stopped at the next job, not after all 200

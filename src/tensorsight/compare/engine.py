@@ -12,6 +12,7 @@ bounded by the largest tensor pair, not by the dump size.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import os
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import BrokenExecutor, Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["Progress", "compare"]
 
 Progress = Callable[[int, int], None]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -445,14 +447,19 @@ def _compare_rank(
     cache: dict[tuple[str, str], dict[str, Any]] = {}
     measure = _Measure(bs, ts, keys, cache)
     counter.add_total(len(jobs))
-    measured = _measure_all(pool, measure, jobs, counter)
+
+    def judge_state() -> JudgeState:
+        # the data flow and replays of both dumps; built while the pool measures (the
+        # threads spend much of their time in the C kernel, without the GIL)
+        return JudgeState(
+            origin=Origins(bs.ops, ts.ops, _mates(pairs)),
+            reproduce=Reproducer(bs, ts, {op.index: op for op in bs.ops}),
+            arguments=_Arguments(bs.ops, ts.ops),
+        )
+
+    measured, state = _measure_all(pool, measure, jobs, counter, judge_state)
     # judge op by op, in execution order (an optimizer's ops, recorded as forward, run after
-    # the backward pass and inherit from it), with the data flow and replays of both dumps
-    state = JudgeState(
-        origin=Origins(bs.ops, ts.ops, _mates(pairs)),
-        reproduce=Reproducer(bs, ts, {op.index: op for op in bs.ops}),
-        arguments=_Arguments(bs.ops, ts.ops),
-    )
+    # the backward pass and inherit from it)
     groups: list[tuple[int, int]] = []
     i = 0
     while i < len(jobs):
@@ -511,8 +518,10 @@ def _measure_all(
     measure: Callable[[_Job], OpComparison],
     jobs: Sequence[_Job],
     counter: _Counter,
-) -> list[OpComparison]:
-    """``[measure(j) for j in jobs]`` on the pool's threads, each pulling the next job.
+    meanwhile: Callable[[], _T],
+) -> tuple[list[OpComparison], _T]:
+    """``[measure(j) for j in jobs]`` on the pool's threads, each pulling the next job, and
+    ``meanwhile()``, called in this thread while they run.
 
     One task per thread rather than one per job: a future per job woke the waiting thread
     once per job, and on a machine whose cores all run the kernel that wake-up took a core
@@ -540,12 +549,13 @@ def _measure_all(
 
     tasks = [pool.submit(drain) for _ in range(min(pool._max_workers, len(jobs)))]
     try:
+        other = meanwhile()
         for task in tasks:
             task.result()
     except BaseException:  # an error, or Ctrl-C here: the threads stop at their next job
         failed.set()
         raise
-    return [row for row in out if row is not None]
+    return [row for row in out if row is not None], other
 
 
 class _Measure:
@@ -560,6 +570,7 @@ class _Measure:
     ) -> None:
         self.bs, self.ts, self.keys, self.cache = bs, ts, keys, cache
         self.custom = [get_metric(k) for k in keys if k not in BUILTIN_KEYS]
+        self._shown = frozenset(keys)
         # layout candidates: token -> (bench record, target record, rel. Euclidean)
         self.layout: dict[str, tuple[TensorRecord, TensorRecord, float]] = {}
         self._tokens = itertools.count()
@@ -631,9 +642,8 @@ class _Measure:
         rb = _range(b, yb)
         rt = _range(t, xt)
         pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)
-        out: dict[str, Any] = {
-            attr_name(k): (v if k in self.keys else None) for k, v in pm.values.items()
-        }
+        shown = self._shown
+        out: dict[str, Any] = {_attr(k): (v if k in shown else None) for k, v in pm.values.items()}
         out.update(
             min_bench=rb[0],
             max_bench=rb[1],
@@ -675,6 +685,12 @@ class _Measure:
                 found[token] = layout.MECHANISM if same else None
             rows[k] = row.evolve(mechanism=found.get(token))
         self.layout.clear()
+
+
+@functools.cache
+def _attr(key: str) -> str:
+    """:func:`attr_name`, remembered (16 metric keys a tensor pair)."""
+    return attr_name(key)
 
 
 def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:
