@@ -27,3 +27,17 @@ def test_a_tuple_shares_its_flow_until_forgotten_and_a_list_never_does():
     forget_flows()
     assert data_flow(ops) is not flow
     forget_flows()
+
+
+def test_statistics_identities_are_exact_and_nan_equal():
+    from tensorsight.compare.flow import tensor_identity
+
+    def rec(lo: float, mean: float) -> TensorRecord:
+        stats = TensorStats(min=lo, max=1.0, mean=mean, norm=2.0, nan_count=1)
+        return TensorRecord(0, "aten.exp.default", "forward", "m", "output.0", (4,), "float32",
+                            stats=stats)  # fmt: skip
+
+    nan = float("nan")
+    assert tensor_identity(rec(-1.0, nan)) == tensor_identity(rec(-1.0, -nan))  # NaN is NaN
+    assert tensor_identity(rec(-0.0, 0.5)) != tensor_identity(rec(0.0, 0.5))  # as repr kept
+    assert tensor_identity(rec(0.1, 0.5)) != tensor_identity(rec(0.1 + 2**-56, 0.5))

@@ -194,7 +194,7 @@ class _OwnStep:
                 raise DumpFormatError(msg)
             shard = _safetensors.ShardFile(path)
             self._shards[shard_name] = shard
-        return RawTensor(shard.get(key), shard.dtype_name(key))
+        return RawTensor(*shard.get_raw(key))
 
     def close(self) -> None:
         for s in self._shards.values():

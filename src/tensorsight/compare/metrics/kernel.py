@@ -373,23 +373,24 @@ def _native_pass(
             _numpy_chunk(x_all[start : start + step], y_all[start : start + step], p, acc, bufs)
 
 
-def _merge_native(out: NDArray[np.float64], k: int, acc: _Acc) -> None:
-    sx, sy, sxx, syy = (float(v) for v in out[:4])
-    kx, ky = float(out[18]), float(out[19])
-    acc.target.merge(k, kx + sx / k, max(sxx - sx * sx / k, 0.0), float(out[16]))
-    acc.bench.merge(k, ky + sy / k, max(syy - sy * sy / k, 0.0), float(out[17]))
-    acc.sxy += float(out[4])
-    acc.sdd += float(out[5])
-    acc.sad += float(out[6])
-    acc.acc_rel += float(out[7])
-    acc.max_abs = max(acc.max_abs, float(out[8]))
-    acc.max_rel = max(acc.max_rel, float(out[9]))
-    acc.within1 += float(out[10])
-    acc.within5 += float(out[11])
-    acc.max_ulp_q = max(acc.max_ulp_q, float(out[12]))
-    acc.kl_u += float(out[13])
-    acc.kl_d += float(out[14])
-    acc.kl_s += float(out[15])
+def _merge_native(row: NDArray[np.float64], k: int, acc: _Acc) -> None:
+    out = row.tolist()  # 20 Python floats in one call, not 20 numpy scalars
+    sx, sy, sxx, syy = out[:4]
+    kx, ky = out[18], out[19]
+    acc.target.merge(k, kx + sx / k, max(sxx - sx * sx / k, 0.0), out[16])
+    acc.bench.merge(k, ky + sy / k, max(syy - sy * sy / k, 0.0), out[17])
+    acc.sxy += out[4]
+    acc.sdd += out[5]
+    acc.sad += out[6]
+    acc.acc_rel += out[7]
+    acc.max_abs = max(acc.max_abs, out[8])
+    acc.max_rel = max(acc.max_rel, out[9])
+    acc.within1 += out[10]
+    acc.within5 += out[11]
+    acc.max_ulp_q = max(acc.max_ulp_q, out[12])
+    acc.kl_u += out[13]
+    acc.kl_d += out[14]
+    acc.kl_s += out[15]
 
 
 def _numpy_chunk(
