@@ -175,3 +175,46 @@ def test_healthy_runs_read_healthy_in_a_third_party_format(installed, dumps, tmp
     md = (out / "comparison.md").read_text(encoding="utf-8").splitlines()
     assert md[-1] == "first divergence: none"
     assert not any("| error |" in line for line in md)
+
+
+def test_write_all_writes_each_format_as_write_does(tmp_path, monkeypatch):
+    c = _comparison()
+    forks: list[int] = []
+    real_fork = report.os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:  # in the parent: count the children made
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(report.os, "fork", fork)
+    names = ["csv", "json", "summary", "html"]
+    (tmp_path / "all").mkdir()
+    paths = report.write_all(c, names, tmp_path / "all")
+    assert paths == [
+        tmp_path / "all" / f"comparison{s}" for s in (".csv", ".json", ".txt", ".html")
+    ]
+    alone = tmp_path / "one"
+    alone.mkdir()
+    for name, path in zip(names, paths, strict=True):
+        assert path.read_bytes() == report.write(c, name, alone).read_bytes()
+    assert len(forks) == (1 if sys.platform == "linux" else 0)  # json and html in the child
+
+
+def test_a_failed_writer_process_leaves_its_formats_to_the_caller(tmp_path, monkeypatch):
+    c = _comparison()
+    if sys.platform != "linux":
+        pytest.skip("the formats are written in one process here")
+
+    def failing_child(comparison, fmts, paths):  # a child that dies before writing
+        pid = report.os.fork()
+        if pid == 0:
+            report.os._exit(1)
+        return pid
+
+    monkeypatch.setattr(report, "_fork_writer", failing_child)
+    (tmp_path / "r").mkdir()
+    paths = report.write_all(c, ["csv", "json"], tmp_path / "r")
+    assert Comparison.from_json(paths[1]) == c  # written here after the child failed
+    assert paths[0].read_text(encoding="utf-8") == c.to_csv()

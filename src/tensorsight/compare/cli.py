@@ -228,10 +228,11 @@ def _check_mode(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace, formats: tuple[str, ...], metrics: Any, bar: Any) -> int:
     from tensorsight.compare.engine import compare
-    from tensorsight.compare.executors import parse_executor
 
     _check_mode(args)
-    if args.executor is not None:
+    if args.executor is not None:  # only then: executors imports multiprocessing (~10 ms)
+        from tensorsight.compare.executors import parse_executor
+
         parse_executor(args.executor)  # a bad spec fails before any dump is opened
 
     def progress(done: int, total: int) -> None:
@@ -327,7 +328,7 @@ def _replay_line(row: Any, bench: str, target: str, step: int | None) -> str:
 
 
 def _write(result: Any, out: Path, formats: tuple[str, ...]) -> list[Path]:
-    from tensorsight.compare.report import write
+    from tensorsight.compare.report import write_all
     from tensorsight.errors import InputFileError
 
     try:
@@ -335,6 +336,6 @@ def _write(result: Any, out: Path, formats: tuple[str, ...]) -> list[Path]:
     except OSError as exc:
         msg = f"Output folder {str(out)!r}: cannot be created ({exc}). Pick a writable folder."
         raise InputFileError(msg) from exc
-    paths = [write(result, fmt, out) for fmt in formats]
+    paths = write_all(result, formats, out)
     sys.stdout.flush()
     return paths
