@@ -29,6 +29,33 @@ def test_the_data_layer_serves_the_kinds_own_record_types():
     assert (*READER_KINDS.names()[:-1], "custom_scalars", "embeddings") == KINDS
 
 
+#: The kinds served in a form of the data layer (``data.provider``'s docstring says why each
+#: differs from the stored record), by the served type's public name.
+SERVED_FORMS = {
+    "histograms": "HistogramRecord",
+    "images": "ImageRecord",
+    "audio": "AudioClip",
+    "text": "TextRecord",
+    "tensors": "TensorValue",
+    "embeddings": "EmbeddingEntry",
+}
+
+
+def test_only_pinned_public_types_differ_from_the_stored_records():
+    """A new kind is served as its own record type: a data-layer form needs a pinned name."""
+    import tensorsight.data
+    from tensorsight.data import logdir
+    from tests.test_public_api import PART_NAMES
+
+    # landscapes are served as read-only copies of the kind's own record type
+    converted = {kind for kind in logdir._SERVE if kind != "landscapes"}
+    assert converted == set(SERVED_FORMS)
+    assert LandscapeData is READER_KINDS.get("landscapes").record
+    for kind, name in SERVED_FORMS.items():
+        assert name in PART_NAMES["tensorsight.data"], name
+        assert getattr(tensorsight.data, name) is not READER_KINDS.get(kind).record, kind
+
+
 def test_caps_per_kind_come_from_one_table():
     limits = Limits(max_records_per_image=7, max_records_per_audio=None)
     caps = limits.per_kind()
