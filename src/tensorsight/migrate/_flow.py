@@ -138,7 +138,8 @@ class FlowFacts:
         nccl: Keys assigned the backend name ``"nccl"`` somewhere.
         valued: Keys with at least one assignment (in this file or, imported, elsewhere).
         use_lines: ``(kind, key)`` -> the line of its first use of that kind in this file
-            (kinds: :data:`USE_KINDS`, and ``"tested"``: compared with ``"cuda"``).
+            (kinds: :data:`USE_KINDS`, ``"tested"``: compared with ``"cuda"``, and
+            ``"nprocs"``: the number of processes of ``mp.spawn``).
         elsewhere: ``(kind, key)`` used that way only in another module -> ``file:line``.
         modules: Local names of imported project modules -> module id.
     """
@@ -598,6 +599,10 @@ def collect_flow(
                         add(key, scope, kw.value)
             if name in ("to", "cuda", "device") and node.args:
                 used("device", scope, node.args[0], node.lineno)
+            if name in _SPAWNS:  # spawn(fn, args, nprocs): how many processes start
+                counts = [k.value for k in node.keywords if k.arg == "nprocs"]
+                for value in [*counts, *node.args[2:3]]:
+                    used("nprocs", scope, value, node.lineno)
             if name == "add_argument":
                 opts = [o for a in node.args if (o := _str(a)) is not None]
                 dest_kw = next((_str(k.value) for k in node.keywords if k.arg == "dest"), None)
