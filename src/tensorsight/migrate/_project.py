@@ -135,15 +135,18 @@ def project_externals(files: Mapping[str, str]) -> dict[str, External]:
             assert info.flow is not None
             held[info.id] = _exports(info, info.flow)
 
-    def origin(source: str, name: str) -> tuple[str, str]:
+    def origin(source: str, name: str, read: bool = False) -> tuple[str, str]:
         """Where ``name`` of module ``source`` is defined: re-exports (``from .config
         import DEVICE`` in ``pkg/__init__.py``) followed, at most :data:`MAX_HOPS`, and
-        not round a cycle (then the name is unknown: a module that holds nothing)."""
+        not round a cycle (then the name is unknown: a module that holds nothing). Only
+        through modules already parsed unless ``read`` (a seed's own uses: a few names)."""
         seen: set[tuple[str, str]] = set()
         at = (source, name)
         for _ in range(MAX_HOPS + 1):
             rel = index.by_id.get(at[0])
-            info = load(rel) if rel is not None else None
+            if rel is None or (not read and rel not in modules):
+                return at
+            info = load(rel)
             if info is None:
                 return at
             export(info)
@@ -166,7 +169,7 @@ def project_externals(files: Mapping[str, str]) -> dict[str, External]:
             if imported is not None:
                 export(imported)
         for source, name in _read_names(info):  # and through re-exports
-            origin(source, name)
+            origin(source, name, read=True)
 
     def stores(h: dict[Key, Held]) -> bool:
         return any(x.cuda or x.nccl for x in h.values())
