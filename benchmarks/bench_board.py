@@ -221,7 +221,11 @@ def _sweep_logdir(runs: int, tags: int, steps: int) -> Path:
 
 def _run_list_ready(page: Any, runs: int, timeout: float) -> None:
     # polled from here: the board's CSP forbids the string eval wait_for_function uses
-    count = "() => document.querySelectorAll('#run-list .run').length"
+    # the list is virtual: it names its length and draws the rows in view
+    count = (
+        "() => document.querySelector('#run-list .run') ? "
+        "Number(document.querySelector('#run-list')?.dataset.total ?? 0) : 0"
+    )
     deadline = time.perf_counter() + timeout
     while page.evaluate(count) < runs:
         if time.perf_counter() > deadline:
