@@ -284,7 +284,9 @@ class Logdir:
                 for kind, tags in kinds.items():
                     changed.setdefault(store.name, {}).setdefault(kind, set()).update(tags)
 
-        totals = self._read_all(list(self._runs.values()), ingest, progress)
+        # in name order (the run list's): the board shows the first runs while the rest are read
+        stores = [self._runs[name] for name in sorted(self._runs)]
+        totals = self._read_all(stores, ingest, progress)
         with guard:
             self._grew = grew
             for run, kinds in changed.items():
