@@ -55,6 +55,7 @@ from tensorsight.summary.records import (
     HParamsRecord,
     ImageRecord,
     LandscapeRecord,
+    MeshRecord,
     PrCurveRecord,
     ScalarSeries,
     TensorRecord,
@@ -486,6 +487,10 @@ class Logdir:
     def embeddings(self, run: str, tag: str) -> list[EmbeddingRecord]:
         """Projector embeddings of a tag (paths only; see ``summary.projector.load_embedding``)."""
         return self.records(run, "embeddings", tag)
+
+    def mesh(self, run: str, tag: str) -> list[MeshRecord]:
+        """One part of ``add_mesh`` meshes (tag ``<name>_VERTEX``, ``_FACE`` or ``_COLOR``)."""
+        return self.records(run, "mesh", tag)
 
     def graph(self, run: str, tag: str | None = None) -> Graph | None:
         """The computational graph ``tag`` of ``run`` (default: ``"graph"``, else the first).

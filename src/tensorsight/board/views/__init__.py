@@ -32,6 +32,7 @@ BUILTIN_VIEWS: dict[str, str] = {
     "pr_curves": "tensorsight.board.views.pr_curves:PrCurvesView",
     "custom_scalars": "tensorsight.board.views.custom_scalars:CustomScalarsView",
     "embeddings": "tensorsight.board.views.embeddings:EmbeddingsView",
+    "mesh": "tensorsight.board.views.mesh:MeshView",
     "monitor": "tensorsight.board.views.monitor:MonitorView",
 }
 
