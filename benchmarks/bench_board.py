@@ -14,9 +14,9 @@ Cases:
 * a page with 100 runs x 50 tags: frame times while scrolling the scalars view.
 * 1,000 runs x 20 scalar tags (a sweep; TensorBoard users report sluggishness at 250 runs):
   seconds from starting each server to the full run list, to the first chart drawn (from
-  the runs read so far) and to that chart with every run (goal: under 2 s), then frame times while scrolling our run list and scalars view.
-  The logdir (1,000 runs x 20 tags x 50 steps, written by tensorsight's SummaryWriter) is
-  made once under ``bench-data/``.
+  the runs read so far) and to that chart with every run (goal: under 2 s), then frame
+  times while scrolling our run list and scalars view. The logdir (1,000 runs x 20 tags x
+  50 steps, written by tensorsight's SummaryWriter) is made once under ``bench-data/``.
 
 ``--quick`` shrinks everything to a few seconds (no TensorBoard run, 10 runs x 10 tags).
 The logdir is the ingest benchmark's (``bench_ingest.ensure_data``: 3 runs x 20 scalar tags
