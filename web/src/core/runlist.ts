@@ -50,7 +50,8 @@ export class RunList {
   private names: string[] = [];
   private index = new Map<string, number>();
   private runs = new Map<string, RunEntry>();
-  private shownKey = "";
+  /** The rows in the DOM, in order. */
+  private attached: HTMLLIElement[] = [];
   private frame = 0;
 
   constructor(
@@ -90,7 +91,6 @@ export class RunList {
     this.list.dataset.total = String(this.names.length);
     this.list.classList.toggle("virtual", this.virtual);
     for (const name of [...this.rows.keys()]) if (!this.runs.has(name)) this.rows.delete(name);
-    this.shownKey = "";
     this.draw();
   }
 
@@ -145,14 +145,21 @@ export class RunList {
         for (const name of [...this.rows.keys()]) if (!near.has(name)) this.rows.delete(name);
       }
     }
-    // the same rows in the same order: leave the list alone (no relayout)
-    const shownKey = `${first}\u0002${drawn.map((row, i) => `${names[i] ?? ""}\u0000${row.key}`).join("\u0001")}`;
-    if (shownKey === this.shownKey && this.list.childElementCount === names.length) return;
-    this.shownKey = shownKey;
+    // only the rows that entered or left the window change in the DOM (scrolling a virtual
+    // list moves a few rows a frame; the rest, and the focused checkbox, stay put)
+    const want = drawn.map((row) => row.item);
+    const keep = new Set(want);
     const focused = document.activeElement;
-    const frag = document.createDocumentFragment();
-    for (const row of drawn) frag.append(row.item);
-    this.list.replaceChildren(frag);
+    for (const el of this.attached) if (!keep.has(el)) el.remove();
+    let cursor: ChildNode | null = this.list.firstChild;
+    for (const el of want) {
+      if (el === cursor) {
+        cursor = cursor.nextSibling;
+        continue;
+      }
+      this.list.insertBefore(el, cursor);
+    }
+    this.attached = want;
     if (focused instanceof HTMLElement && focused !== document.activeElement && this.list.contains(focused)) focused.focus({ preventScroll: true });
   }
 
