@@ -78,8 +78,10 @@ describe("painting and shading", () => {
   });
   it("picks round ticks", () => {
     expect(ticks(-2.6, 2.9, 3)).toEqual([-2, 0, 2]);
-    expect(ticks(0, 1, 4)).toEqual([0, 0.5, 1]);
-    expect(ticks(0, 100, 4)).toEqual([0, 50, 100]);
+    expect(ticks(-0.9, 0.95, 3)).toEqual([-0.5, 0, 0.5]); // a short axis still gets three
+    expect(ticks(0, 1, 4)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+    expect(ticks(0, 100, 4)).toEqual([0, 20, 40, 60, 80, 100]);
+    expect(ticks(3.01, 3.05, 3)).toEqual([3.01, 3.02, 3.03, 3.04, 3.05]);
     expect(ticks(5, 5)).toEqual([5]);
   });
 });

@@ -126,13 +126,14 @@ export function shade(v: ArrayLike<number>, a: number, b: number, c: number, lig
   return 0.35 + 0.65 * d;
 }
 
-/** Round tick values for an axis from ``lo`` to ``hi`` (about ``n`` of them). */
+/** Round tick values (1, 2 or 5 times a power of ten apart) for an axis from ``lo`` to
+ * ``hi``: the finest spacing that gives at most ``n + 1`` of them. */
 export function ticks(lo: number, hi: number, n = 4): number[] {
   if (!(hi > lo)) return [lo];
   const raw = (hi - lo) / n;
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
+  const step = [0.5, 1, 2, 5, 10].map((m) => m * mag).find((s) => (hi - lo) / s <= n + 1 + 1e-9) ?? 10 * mag;
   const out: number[] = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) out.push(Number((k * step).toPrecision(12)) || 0);
   return out;
 }

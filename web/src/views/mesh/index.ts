@@ -377,7 +377,11 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       void card.load();
     }
     const more = wanted.length > shown.length ? ` (the first ${shown.length} drawn; filter to see others)` : "";
-    message.textContent = meshes.length ? `${wanted.length} meshes of ${meshes.length} names${more}` : "No meshes in the selected runs.";
+    const names = new Set(wanted.map(([n]) => n)).size;
+    const plural = (k: number, word: string): string => `${k} ${word}${k === 1 ? "" : "es"}`;
+    message.textContent = meshes.length
+      ? `${plural(names, "mesh")} of ${meshes.length} shown, ${wanted.length} ${wanted.length === 1 ? "card" : "cards"} (one per run)${more}`
+      : "No meshes in the selected runs.";
   }
 
   async function fetchMeshes(): Promise<void> {
