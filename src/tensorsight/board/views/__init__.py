@@ -32,6 +32,7 @@ BUILTIN_VIEWS: dict[str, str] = {
     "audio": "tensorsight.board.views.audio:AudioView",
     "embeddings": "tensorsight.board.views.embeddings:EmbeddingsView",
     "custom_scalars": "tensorsight.board.views.custom_scalars:CustomScalarsView",
+    "mesh": "tensorsight.board.views.mesh:MeshView",
     "monitor": "tensorsight.board.views.monitor:MonitorView",
 }
 
