@@ -30,6 +30,14 @@ def test_registry_ts_maps_exactly_the_builtin_views():
         assert (REGISTRY_TS.parent / name / "index.ts").is_file(), name
 
 
+def test_tab_order_follows_the_product_list():
+    # PRODUCT.md fixes the order of the views added after the comparison tab.
+    names = list(BUILTIN_VIEWS)
+    later = names[names.index("comparison") + 1 :]
+    product = ["hparams", "pr_curves", "audio", "embeddings", "custom_scalars", "monitor"]
+    assert [name for name in later if name in product] == product
+
+
 def test_builtin_views_are_bundled(client):
     views = client.get("/api/views").json()["views"]
     assert [v["name"] for v in views] == list(BUILTIN_VIEWS)

@@ -258,6 +258,7 @@ def every_kind_logdir(tmp_path_factory):
             w.add_image("sample", np.full((3, 4, 4), 0.5 * step / 2), step)
             w.add_text("note", f"step {step}", step)
             w.add_tensor("act", np.arange(6, dtype=np.float32).reshape(2, 3) * step, step)
+        w.add_mesh("shape", np.eye(3, dtype=np.float32)[None], faces=np.array([[[0, 1, 2]]]))
         w.add_hparams({"lr": 0.1}, {"hparam/final_loss": 0.3})
     return root
 
@@ -443,6 +444,7 @@ HEAVIEST_ROUTES = [
     ("pr_curves/curves", {"run": "train", "tag": "pr"}),
     ("custom_scalars/multiline", {"run": "train", "tag_regex": "lo.*"}),
     ("embeddings/projection", {"run": "train", "tag": "emb", "step": "0", "dims": "3"}),
+    ("mesh/mesh", {"run": "train", "name": "shape"}),
     ("monitor/heatmap", {"run": "train"}),
 ]
 

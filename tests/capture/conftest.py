@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "dumpformat" / "data"  # the msprobe dumps
 
 
 class TinyMLP(torch.nn.Module):

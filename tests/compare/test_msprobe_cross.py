@@ -3,7 +3,7 @@
 ``data/msprobe_api`` is a real mindstudio-probe 26.2.0 L1 tensor dump of
 ``data/make_msprobe_api.py``'s model (CPU, forward and backward). The tests dump the same
 model and input live with ``tensorsight.dump(level="api", mode="tensor")``.
-``tests/capture/data/msprobe/md5_L0`` (an msprobe L0 md5 dump of a Linear-ReLU-Linear
+``tests/dumpformat/data/msprobe/md5_L0`` (an msprobe L0 md5 dump of a Linear-ReLU-Linear
 ``Sequential``) pairs with a live ``level="module"`` dump.
 """
 
@@ -24,7 +24,7 @@ from tensorsight.errors import CompareError
 
 DATA = Path(__file__).parent / "data"
 MSPROBE_API = DATA / "msprobe_api"
-MSPROBE_L0 = Path(__file__).parents[1] / "capture" / "data" / "msprobe" / "md5_L0"
+MSPROBE_L0 = Path(__file__).parents[1] / "dumpformat" / "data" / "msprobe" / "md5_L0"
 # What a float32 op of this model may differ by between CPUs (vector width, FMA, BLAS kernel):
 # a few units in the last place; a planted bug is millions.
 _FP32_ULPS = 16

@@ -41,7 +41,7 @@ def test_provider_lists_runs_then_reads_them(tmp_path):
     before = provider.generation
     assert provider.reload()  # the first read: everything is new
     assert not provider.loading
-    assert provider.generation == before + 1
+    assert provider.generation > before
     assert [r.tag_count for r in provider.list_runs()] == [1, 1]
     series = provider.read_scalars("b", "loss")
     assert list(series.steps) == [0, 1, 2]
@@ -70,3 +70,33 @@ def test_hparams_subruns_fold_while_loading(tmp_path):
     assert [r.name for r in provider.list_runs()] == ["a"]  # folded by its name meanwhile
     provider.reload()
     assert [r.name for r in provider.list_runs()] == ["a"]  # and by its hparams after
+
+
+def test_the_first_read_shows_runs_as_they_are_read(tmp_path, monkeypatch):
+    _write(tmp_path, ["a", "b", "c"])
+    provider = LogdirProvider(tmp_path, read=False)
+    provider._logdir.workers = 1  # one file at a time, in name order
+    seen = []
+    make = provider._publisher
+
+    def spy():
+        publish = make()
+
+        def call(done):
+            publish(done)
+            tags = [r.tag_count for r in provider.list_runs()]
+            seen.append((done, provider.generation, tags, provider.loading))
+
+        return call
+
+    monkeypatch.setattr(provider, "_publisher", spy)
+    provider.reload()
+    # after the first file, run a is shown with its tags while b and c are still read
+    assert seen[0] == (1, 1, [1, 0, 0], True)
+    # the next files come within the 0.5 s before a second showing: no new generation
+    assert [g for _, g, _, _ in seen] == [1, 1, 1]
+    # the end of the read shows everything, one generation more
+    assert provider.generation == 2
+    assert [r.tag_count for r in provider.list_runs()] == [1, 1, 1]
+    assert not provider.loading
+    assert list(provider.read_scalars("a", "loss").steps) == [0, 1, 2]

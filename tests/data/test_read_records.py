@@ -26,7 +26,37 @@ def test_the_data_layer_serves_the_kinds_own_record_types():
     assert PrCurveData is records.PrCurveRecord
     assert LandscapeData is records.LandscapeRecord
     assert DataGraph is records.DataGraphRecord
-    assert (*READER_KINDS.names()[:-1], "custom_scalars", "embeddings") == KINDS
+    # the reader's kinds, with custom-scalar layouts (stored as a tensor) listed after data graphs
+    reader = list(READER_KINDS.names())
+    at = reader.index("data_graphs") + 1
+    assert (*reader[:at], "custom_scalars", *reader[at:]) == KINDS
+
+
+#: The kinds served in a form of the data layer (``data.provider``'s docstring says why each
+#: differs from the stored record), by the served type's public name.
+SERVED_FORMS = {
+    "histograms": "HistogramRecord",
+    "images": "ImageRecord",
+    "audio": "AudioClip",
+    "text": "TextRecord",
+    "tensors": "TensorValue",
+    "embeddings": "EmbeddingEntry",
+}
+
+
+def test_only_pinned_public_types_differ_from_the_stored_records():
+    """A new kind is served as its own record type: a data-layer form needs a pinned name."""
+    import tensorsight.data
+    from tensorsight.data import logdir
+    from tests.test_public_api import PART_NAMES
+
+    # landscapes are served as read-only copies of the kind's own record type
+    converted = {kind for kind in logdir._SERVE if kind != "landscapes"}
+    assert converted == set(SERVED_FORMS)
+    assert LandscapeData is READER_KINDS.get("landscapes").record
+    for kind, name in SERVED_FORMS.items():
+        assert name in PART_NAMES["tensorsight.data"], name
+        assert getattr(tensorsight.data, name) is not READER_KINDS.get(kind).record, kind
 
 
 def test_caps_per_kind_come_from_one_table():

@@ -197,7 +197,7 @@ def test_compare_api_pairs_every_tensor() -> None:
 
 
 def test_compare_against_another_format_is_refused() -> None:
-    msprobe = Path(__file__).parents[1] / "capture" / "data" / "msprobe" / "md5_L0"
+    msprobe = Path(__file__).parent / "data" / "msprobe" / "md5_L0"
     with pytest.raises(CompareError, match="MindSpore Dump pairs only with another"):
         compare(FP32, msprobe)
 

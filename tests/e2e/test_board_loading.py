@@ -57,3 +57,57 @@ def test_run_list_first_then_charts(page1280, tmp_path: Path):
         )
         assert page.locator("#run-list li.run").count() == RUNS
         shot(page, "board-loading-done")
+
+
+def test_the_top_chart_draws_the_runs_read_so_far(page1280, tmp_path: Path):
+    """A sweep's first chart comes from the first runs read; the rest fill in after."""
+    import threading
+
+    for r in range(RUNS):
+        with SummaryWriter(str(tmp_path / f"run{r:02d}")) as w:
+            for s in range(5):
+                w.add_scalar("loss", 1.0 / (s + 1 + r), s)
+                w.add_scalar("acc", s / 5, s)
+    provider = LogdirProvider(tmp_path, read=False)
+    provider._logdir.workers = 1  # one file at a time, in name order
+    release = threading.Event()
+    make = provider._publisher
+
+    def paused():
+        publish = make()
+
+        def call(done):
+            publish(done)
+            if done == 1:  # the first run is shown; the read waits here until released
+                release.wait(60)
+
+        return call
+
+    provider._publisher = paused
+    with board_server(provider) as url:
+        page = page1280
+        page.goto(url + "/#scalars")
+        reading = provider.start_reading()
+        try:
+            # the top chart ("acc") draws run00, the only run read; the page says it reads
+            page.wait_for_selector(
+                ".scalar-card[data-key='acc'] canvas[data-points='5']", timeout=20_000
+            )
+            assert provider.loading
+            assert "reading the logdir" in page.locator("#status").inner_text()
+            assert page.locator("#run-list .badge.loading").count() == RUNS - 1
+            # the other charts wait for the read's end: their requests would slow it
+            loss = page.locator(".scalar-card[data-key='loss'] canvas")
+            assert loss.get_attribute("data-points") in (None, "0")
+            info = page.locator(".scalar-card[data-key='loss'] .chart-info")
+            assert info.inner_text() == "drawn when the logdir is read…"
+            shot(page, "board-loading-partial")
+        finally:
+            release.set()
+        reading.join(timeout=60)
+        for tag in ("acc", "loss"):
+            page.wait_for_selector(
+                f".scalar-card[data-key='{tag}'] canvas[data-points='{RUNS * 5}']",
+                timeout=20_000,
+            )
+        assert page.locator("#run-list .badge.loading").count() == 0

@@ -108,8 +108,30 @@ def test_numeric_scale_zoom_pan_and_tsne(page1280, server):
     wait_attr(page, "tsneIteration", "500", timeout=90_000)
     shot(page, "embeddings_tsne_3d")
 
-    # over the cap: 1,000 of 1,500 points, said so; switching back to PCA stops it
+    # UMAP, in the same worker: epochs in the info line, the same points, seeded
     page.select_option("#emb-dims", "2")
+    wait_attr(page, "dims", "2")
+    page.select_option("#emb-method", "umap")
+    wait_attr(page, "method", "umap")
+    wait_attr(page, "tsneIteration", "300", timeout=90_000)
+    info = page.locator("#emb-info").inner_text()
+    assert "UMAP done: epoch 300 of 300 (15 neighbours)" in info
+    assert "t-SNE" not in info
+    assert attr(page, "points") == str(N)
+    assert page.locator("#emb-progress").is_hidden()
+    first = attr(page, "point0")
+    shot(page, "embeddings_umap_2d")
+    x, y = (float(v) for v in first.split(","))
+    page.mouse.click(box["x"] + x, box["y"] + y)
+    wait_attr(page, "neighbors", "10")
+    page.select_option("#emb-method", "tsne")
+    wait_attr(page, "tsneIteration", "500", timeout=90_000)
+    page.select_option("#emb-method", "umap")
+    wait_attr(page, "tsneIteration", "300", timeout=90_000)
+    assert attr(page, "point0") == first  # seeded: the same layout again
+
+    # over the cap: 1,000 of 1,500 points, said so; switching back to PCA stops it
+    page.select_option("#emb-method", "tsne")
     page.select_option("#emb-tag", "large")
     wait_attr(page, "points", "1000")
     assert "t-SNE runs on at most 1,000 points" in page.locator("#emb-info").inner_text()

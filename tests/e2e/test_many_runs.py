@@ -36,7 +36,8 @@ def test_every_selected_run_is_drawn_past_the_per_request_limit(browser, server,
         page.goto(server + "/#scalars")
         page.wait_for_selector(f".scalar-card canvas[data-points='{RUNS * STEPS}']", timeout=60_000)
         page.screenshot(path=str(tmp_path / "sweep.png"))
-        assert page.locator("#run-list .run").count() == RUNS
+        assert page.locator("#run-list").get_attribute("data-total") == str(RUNS)
+        assert page.locator("#run-list .run").count() < 100  # a virtual list: rows in view
         cards = page.locator(".scalar-card")
         assert cards.count() == TAGS
         for i in range(TAGS):

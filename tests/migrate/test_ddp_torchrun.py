@@ -55,6 +55,58 @@ SCRIPT = textwrap.dedent(
 )
 
 
+#: Each process takes a share of the node's GPUs (``--local_world_size``), as in the
+#: launcher tutorials: on the CPU the share was 0 and ``device_ids[0]`` an index of nothing.
+SPLIT = textwrap.dedent(
+    """\
+    import argparse
+    import os
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_world_size", type=int, default=1)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    dist.init_process_group(backend="nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    n = torch.cuda.device_count() // args.local_world_size
+    device_ids = list(range(local_rank * n, (local_rank + 1) * n))
+    model = DDP(torch.nn.Linear(3, 2).cuda(device_ids[0]), device_ids)
+    y = torch.randn(4, 2).to(device_ids[0])
+    loss = (model(torch.randn(4, 3)) - y).square().mean()
+    loss.backward()
+    with open(os.path.join(args.out, f"rank{dist.get_rank()}.txt"), "w") as f:
+        f.write(f"ok {dist.get_rank()} {dist.get_backend()} {n} {device_ids}")
+    dist.destroy_process_group()
+    """
+)
+
+
+def _torchrun(script, tmp_path, *args):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += ["--nproc_per_node=2", str(script), "--out", str(tmp_path), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env=env, check=False, cwd=tmp_path
+    )
+
+
+@pytest.mark.slow
+def test_a_share_of_the_gpus_per_process_trains_on_two_cpu_processes(tmp_path):
+    pytest.importorskip("torch.distributed.run")
+    out = migrate_source(SPLIT, load_ruleset("accelerator").instantiate(), path="split.py")
+    assert [s.status for s in out.sites if s.status not in ("rewritten", "kept")] == []
+    script = tmp_path / "split.py"
+    script.write_text(out.new_code)
+    proc = _torchrun(script, tmp_path, "--local_world_size=2")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    for rank in (0, 1):
+        line = (tmp_path / f"rank{rank}.txt").read_text()
+        assert line == f"ok {rank} gloo 1 [{rank}]"  # one device each: the CPU
+
+
 @pytest.mark.slow
 def test_migrated_ddp_script_trains_on_two_cpu_processes(tmp_path):
     pytest.importorskip("torch.distributed.run")
@@ -64,25 +116,7 @@ def test_migrated_ddp_script_trains_on_two_cpu_processes(tmp_path):
     assert "nccl" not in out.new_code.replace('"nccl", "gloo"', "")
     script = tmp_path / "ddp.py"
     script.write_text(out.new_code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node=2",
-            str(script),
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-        cwd=tmp_path,
-    )
+    proc = _torchrun(script, tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     for rank in (0, 1):
         line = (tmp_path / f"rank{rank}.txt").read_text()

@@ -152,3 +152,80 @@ def test_module_ids():
     assert module_id("pkg/mod.py") == "pkg.mod"
     assert module_id("pkg/__init__.py") == "pkg"
     assert module_id("train.py") == "train"
+
+
+REEXPORT_TRAIN = """\
+    import torch
+    import torch.distributed as dist
+    from pkg import BACKEND, DEVICE
+
+    dist.init_process_group(backend=BACKEND)
+    x = torch.ones(1).to(DEVICE)
+"""
+
+
+def test_a_value_re_exported_by_a_package_init_is_followed(tmp_path):
+    files = {
+        "pkg/__init__.py": "from .config import BACKEND, DEVICE\n",
+        "pkg/config.py": 'BACKEND = "nccl"\nDEVICE = "cuda:0"\n',
+        "train.py": REEXPORT_TRAIN,
+    }
+    report, out = _project(tmp_path, files)
+    config = out["pkg/config.py"]
+    assert "BACKEND = torch.distributed.get_default_backend_for_device(_device)" in config
+    assert 'DEVICE = f"{_device.type}:0"' in config
+    rows = {s.line: s for s in _rows(report, "pkg/config.py")}
+    assert rows[1].status == "rewritten"
+    assert "train.py:5" in rows[1].message  # the row names the use, two modules away
+    assert "pkg/__init__.py" not in out  # the re-export itself is not touched
+
+
+def test_a_chain_of_re_exports_and_a_module_attribute(tmp_path):
+    train = """\
+        import torch.distributed as dist
+        import api
+
+        dist.init_process_group(backend=api.BACKEND)
+    """
+    files = {
+        "api.py": "from pkg import BACKEND\n",
+        "pkg/__init__.py": "from .sub import BACKEND\n",
+        "pkg/sub/__init__.py": "from .settings import BACKEND\n",
+        "pkg/sub/settings.py": 'BACKEND = "nccl"\n',
+        "train.py": train,
+    }
+    report, out = _project(tmp_path, files)
+    assert "get_default_backend_for_device(_device)" in out["pkg/sub/settings.py"]
+    (row,) = _rows(report, "pkg/sub/settings.py")
+    assert row.status == "rewritten"
+    assert "train.py:4" in row.message
+
+
+def test_a_cycle_of_re_exports_ends_and_holds_nothing(tmp_path):
+    files = {
+        "a.py": "from b import BACKEND\n",
+        "b.py": "from a import BACKEND\n",
+        "train.py": 'import torch.distributed as dist\nfrom a import BACKEND\nprint("nccl")\n'
+        "dist.init_process_group(backend=BACKEND)\n",
+    }
+    out = project_externals(files)  # returns: the cycle is not followed round and round
+    assert "train.py" not in out or ((), "BACKEND") not in out["train.py"].values
+    report, _ = _project(tmp_path, files)
+    assert not [s for s in report.sites if s.status == "rewritten"]
+
+
+def test_a_chain_longer_than_the_bound_is_not_followed():
+    from tensorsight.migrate._project import MAX_HOPS
+
+    n = MAX_HOPS + 2
+    files = {f"m{i}.py": f"from m{i + 1} import BACKEND\n" for i in range(n)}
+    files[f"m{n}.py"] = 'BACKEND = "nccl"\n'
+    use = "import torch.distributed as dist\nfrom m0 import BACKEND\n"
+    files["train.py"] = use + "dist.init_process_group(backend=BACKEND)\n"
+    assert f"m{n}.py" not in project_externals(files)  # too far: no use reaches it
+    files = {k: v for k, v in files.items() if k != "m0.py"}
+    files["train.py"] = files["train.py"].replace("m0", "m3")  # a chain within the bound
+    out = project_externals(files)
+    assert out[f"m{n}.py"].uses == {("backend", ((), "BACKEND")): "train.py:3"}
+    (held,) = out["train.py"].values[((), "BACKEND")]
+    assert held.nccl

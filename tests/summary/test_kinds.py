@@ -290,6 +290,7 @@ def test_the_plugin_table_is_built_from_the_kinds():
         "hparams": "hparams",
         "tensorsight.landscape": "landscapes",
         "tensorsight.data_graph": "data_graphs",
+        "mesh": "mesh",
     }
     assert all(v is KINDS.get(v.name) for v in table.values())
 

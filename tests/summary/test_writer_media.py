@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import sys
 
 import matplotlib.pyplot as plt
@@ -141,8 +142,8 @@ def test_video_without_pillow_names_the_extra(tmp_path, monkeypatch):
 
 def test_meshes_match_torchs_tensors_and_plugin_data(logs):
     assert (
-        logs.tags("ours")["tensors"]
-        == logs.tags("torch")["tensors"]
+        logs.tags("ours")["mesh"]
+        == logs.tags("torch")["mesh"]
         == [
             "cloud_VERTEX",
             "tetra_COLOR",
@@ -150,11 +151,36 @@ def test_meshes_match_torchs_tensors_and_plugin_data(logs):
             "tetra_VERTEX",
         ]
     )
-    for tag in logs.tags("torch")["tensors"]:
-        ours, theirs = logs.tensors("ours", tag)[0], logs.tensors("torch", tag)[0]
+    assert logs.tags("ours")["tensors"] == logs.tags("torch")["tensors"] == []
+    for tag in logs.tags("torch")["mesh"]:
+        ours, theirs = logs.records("ours", "mesh", tag)[0], logs.records("torch", "mesh", tag)[0]
         assert ours.step == theirs.step
+        assert (ours.name, ours.content_type) == (theirs.name, theirs.content_type)
+        assert ours.json_config == theirs.json_config
         assert ours.data.dtype == theirs.data.dtype == np.float32
         np.testing.assert_array_equal(ours.data, theirs.data)
+
+
+def test_mesh_records_carry_their_parts_and_config(logs):
+    for run in ("ours", "torch"):
+        vertex = logs.records(run, "mesh", "tetra_VERTEX")[0]
+        assert (vertex.step, vertex.name, vertex.content_type) == (3, "tetra", "VERTEX")
+        np.testing.assert_array_equal(vertex.data, VERTICES.numpy())
+        assert not vertex.data.flags.writeable
+        assert json.loads(vertex.json_config) == CONFIG
+        everything = (1 << 1) | (1 << 2) | (1 << 3)
+        assert vertex.components == everything
+        faces = logs.records(run, "mesh", "tetra_FACE")[0]
+        np.testing.assert_array_equal(faces.data, FACES.numpy().astype(np.float32))
+        colors = logs.records(run, "mesh", "tetra_COLOR")[0]
+        np.testing.assert_array_equal(colors.data, COLORS.numpy().astype(np.float32))
+        cloud = logs.records(run, "mesh", "cloud_VERTEX")[0]
+        assert (cloud.step, cloud.components) == (4, 1 << 1)  # vertices only
+    assert mesh.mesh_name("tetra_FACE") == "tetra"
+    assert mesh.mesh_name("a_b_COLOR") == "a_b"
+    assert mesh.mesh_name("loss") is None
+    assert mesh.part_of("x_2") == ("x", "FACE")  # tensorboardX names parts by number
+    assert mesh.part_of("x_7") is None
 
 
 def _mesh_contents(logdir_path):

@@ -45,7 +45,7 @@ _KERNEL = Path(_stats_native.__file__).with_name("_stats_kernel.c")
 # the statistics kernel's flags (_stats_native._FLAGS) hold for the C++ around it too: the
 # architecture's baseline, no -march=native (the kernel picks its loop from cpuid at run time),
 # so a library cached on one CPU runs on any other of its architecture (a shared home folder,
-# a container image); tests/capture/test_stats_native.py checks the flags
+# a container image); tests/dumpformat/test_stats_native.py checks the flags
 _FLAGS = ("-O2", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math")
 _ISA_CODES = {"portable": 0, "avx2": 1, "avx512": 2}  # ts_stats_use() in _stats_kernel.c
 PULL_SECS = 0.5  # at most this long between pulls while modules run (as _table.LOG_SECS)

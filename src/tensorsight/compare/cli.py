@@ -24,6 +24,7 @@ examples:
   tensorsight compare dumps/fp32 dumps/bf16 -o report/         + comparison.csv and .json
   tensorsight compare a/ b/ -o report/ --format csv,xlsx,json,html,node_data,summary
   tensorsight compare a/ b/ --profile classic --metrics cosine,max_abs_err,kl_div
+  tensorsight compare a/ b/ -o report/ --metric-script my_metrics.py:max_log_err   + a column
   tensorsight compare a/ b/ --mapping map.yaml --rank 0 --step 3 --jobs 4
   tensorsight compare a/ b/ --executor local:8                 ranks on 8 worker processes
   tensorsight compare a/ b/ --executor dask://sched:8786       on a Dask cluster (tensorsight[dask])
@@ -64,6 +65,16 @@ def register(subparsers: Any) -> None:
         help=f"report formats, comma-separated: {{formats}} (default: {DEFAULT_FORMATS})",
     )
     p.add_argument("--metrics", default=None, metavar="LIST", help="metric keys to report")
+    p.add_argument(
+        "--metric-script",
+        action="append",
+        default=None,
+        metavar="PATH:FUNC",
+        help=(
+            "one more metric: FUNC(bench, target) of the Python file PATH, two numpy arrays "
+            "in, a float out; a column named FUNC in every report (repeatable)"
+        ),
+    )
     p.add_argument("--mapping", metavar="MAP", help="YAML/JSON op mapping for N:M pairs")
     p.add_argument("--profile", choices=("budget", "classic"), default=None, help="verdict profile")
     p.add_argument("--rank", type=int, action="append", default=None, help="rank (repeatable)")
@@ -166,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(msg)
         formats = formats if "json" in formats else (*formats, "json")  # the board reads JSON
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    if args.metric_script and args.merge is None:  # --merge refuses it in _check_mode
+        metrics = _with_scripts(metrics, args.metric_script)
     bar = ProgressBar(None, label="compare", enabled=False if args.quiet else None)
     from tensorsight import _gc
 
@@ -174,6 +187,19 @@ def run(args: argparse.Namespace) -> int:
     # 10,000 allocations instead of 700 (restored after: --open goes on to serve the board)
     with _gc.frozen(young_threshold=10_000):
         return _run(args, formats, metrics, bar)
+
+
+def _with_scripts(metrics: list[str] | None, scripts: list[str]) -> list[str]:
+    """The metric keys with each ``--metric-script`` function registered and appended."""
+    from tensorsight.compare.metrics import BUILTIN_KEYS
+    from tensorsight.compare.metrics.script import load_metric_script
+
+    keys = list(BUILTIN_KEYS) if metrics is None else metrics
+    for spec in scripts:
+        key = load_metric_script(spec).key
+        if key not in keys:
+            keys.append(key)
+    return keys
 
 
 def _check_mode(args: argparse.Namespace) -> None:
@@ -191,6 +217,7 @@ def _check_mode(args: argparse.Namespace) -> None:
                 ("--step", args.step is not None),
                 ("--mapping", args.mapping is not None),
                 ("--metrics", args.metrics is not None),
+                ("--metric-script", args.metric_script is not None),
                 ("--profile", args.profile is not None),
             )
             if given

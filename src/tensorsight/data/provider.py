@@ -30,10 +30,21 @@ Records:
     ================  ==========================================================
 
     The kinds whose stored record is what a view needs are served as that record type
-    (defined once, in ``summary/kinds/<kind>.py``); the others have a served form here
-    because it differs: buckets as Python floats for JSON, media types instead of format
-    names, widened floats, no file paths. Graphs, hparams, custom-scalar layouts and
-    embedding matrices are read through their own methods (one object per run or step).
+    (defined once, in ``summary/kinds/<kind>.py``). Six have a served form here because it
+    differs from the stored one, and each of those names is public (pinned in
+    ``tests/test_public_api.py``) with its fields, so it stays: ``HistogramRecord`` has its
+    buckets as tuples of Python floats (JSON; the stored record holds arrays, which
+    :meth:`DataProvider.sample_histogram_arrays` hands over without a copy as
+    ``HistogramArrays``); ``ImageRecord`` names a media type (``image/png``) where the stored
+    record names a format; ``ImageRecord`` and ``AudioClip`` leave out values over
+    :attr:`Limits.max_blob_bytes` and call their bytes and media type ``data`` and
+    ``mime_type`` (the stored records: ``encoded``, ``format``/``content_type``);
+    ``TextRecord`` is one string where the stored record holds a string tensor;
+    ``TensorValue`` has low-precision floats widened to float32; ``EmbeddingEntry`` lists an
+    embedding without the paths of its files (the board never shows a path).
+    ``tests/data/test_read_records.py`` fails when another kind gains a served form. Graphs,
+    hparams, custom-scalar layouts and embedding matrices are read through their own methods
+    (one object per run or step).
 
 Resolution and downsampling:
     Providers keep every point they were allowed to keep (see :class:`Limits`; whatever a

@@ -42,8 +42,10 @@ __all__ = [
     "EMPTY_FLOW",
     "FlowFacts",
     "argparse_dest",
+    "ast_item",
     "collect_flow",
     "cst_is_index",
+    "cst_item",
     "cst_slot",
     "format_fields_are_positional",
     "slot_of",
@@ -125,6 +127,9 @@ class FlowFacts:
             script function's parameter every call of which passes one, the first
             parameter of an ``mp.spawn`` target, a loop over a list of ints): in a device
             slot they are a device index.
+        index_list: Keys every assignment of which is a list of integers
+            (``list(range(a, b))``, ``[rank]``, ``range(n)``): an item of one
+            (``device_ids[0]``) is an integer like those of :attr:`index`.
         device_type: Keys every assignment of which is a device type
             (``x.type``, ``"cpu"``, ``"cuda" if "cuda" in d else "cpu"``).
         cuda_string: Keys assigned a CUDA device string somewhere (``"cuda"``,
@@ -133,7 +138,8 @@ class FlowFacts:
         nccl: Keys assigned the backend name ``"nccl"`` somewhere.
         valued: Keys with at least one assignment (in this file or, imported, elsewhere).
         use_lines: ``(kind, key)`` -> the line of its first use of that kind in this file
-            (kinds: :data:`USE_KINDS`, and ``"tested"``: compared with ``"cuda"``).
+            (kinds: :data:`USE_KINDS`, ``"tested"``: compared with ``"cuda"``, and
+            ``"nprocs"``: the number of processes of ``mp.spawn``).
         elsewhere: ``(kind, key)`` used that way only in another module -> ``file:line``.
         modules: Local names of imported project modules -> module id.
     """
@@ -142,6 +148,7 @@ class FlowFacts:
     device: frozenset[Key] = frozenset()
     map_location: frozenset[Key] = frozenset()
     index: frozenset[Key] = frozenset()
+    index_list: frozenset[Key] = frozenset()
     device_type: frozenset[Key] = frozenset()
     cuda_string: frozenset[Key] = frozenset()
     indexed: frozenset[Key] = frozenset()
@@ -167,6 +174,10 @@ class FlowFacts:
     @property
     def index_slots(self) -> frozenset[str]:
         return _names(self.index)
+
+    @property
+    def index_list_slots(self) -> frozenset[str]:
+        return _names(self.index_list)
 
     @property
     def device_type_slots(self) -> frozenset[str]:
@@ -265,17 +276,39 @@ def cst_slot(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def cst_item(node: cst.Subscript) -> cst.BaseExpression | None:
+    """The list of ``xs[i]`` (one index that is not a slice or a string), else ``None``."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    if isinstance(node.slice[0].slice.value, cst.SimpleString | cst.ConcatenatedString):
+        return None
+    return node.value
+
+
+def ast_item(node: ast.Subscript) -> ast.expr | None:
+    """:func:`cst_item` of an ``ast`` subscript."""
+    key = node.slice
+    if isinstance(key, ast.Slice | ast.Tuple) or (
+        isinstance(key, ast.Constant) and not isinstance(key.value, int)
+    ):
+        return None
+    return node.value
+
+
 _CST_INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 
 
 def cst_is_index(node: cst.BaseExpression, is_index: Callable[[cst.BaseExpression], bool]) -> bool:
     """Whether a LibCST expression is an integer by the prepass: an int literal, a name or
-    attribute ``is_index`` accepts (a key of :attr:`FlowFacts.index`), or integer arithmetic
-    of those (``rank * 2 + 1``)."""
+    attribute ``is_index`` accepts (a key of :attr:`FlowFacts.index`), an item of a list
+    ``is_index`` accepts (``device_ids[0]``, ``device_ids`` a key of
+    :attr:`FlowFacts.index_list`), or integer arithmetic of those (``rank * 2 + 1``)."""
     if isinstance(node, cst.Integer):
         return True
     if isinstance(node, cst.Name | cst.Attribute):
         return is_index(node)
+    if isinstance(node, cst.Subscript):
+        return cst_item(node) is not None and is_index(node)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _CST_INT_OPS):
         return cst_is_index(node.left, is_index) and cst_is_index(node.right, is_index)
     return False
@@ -343,7 +376,13 @@ _Value = tuple[Scope, ast.expr]
 _KeyOf = Callable[[Scope, ast.expr], Key | None]
 
 
-def _is_index(node: ast.expr, scope: Scope, known: set[Key], key_of: _KeyOf) -> bool:
+def _is_index(
+    node: ast.expr,
+    scope: Scope,
+    known: set[Key],
+    key_of: _KeyOf,
+    lists: frozenset[Key] = frozenset(),
+) -> bool:
     if isinstance(node, _Held):
         return node.held.index
     if isinstance(node, ast.Constant):
@@ -351,10 +390,29 @@ def _is_index(node: ast.expr, scope: Scope, known: set[Key], key_of: _KeyOf) -> 
     if isinstance(node, ast.Call):
         return _callee(node) in _INDEX_CALLS
     if isinstance(node, ast.BinOp) and isinstance(node.op, _INT_OPS):  # rank * 2 + 1
-        return _is_index(node.left, scope, known, key_of) and _is_index(
-            node.right, scope, known, key_of
+        return _is_index(node.left, scope, known, key_of, lists) and _is_index(
+            node.right, scope, known, key_of, lists
         )
+    if isinstance(node, ast.Subscript):  # device_ids[0]
+        item = ast_item(node)
+        return item is not None and key_of(scope, item) in lists
     key = key_of(scope, node)
+    return key is not None and key in known
+
+
+def _is_index_list(
+    node: ast.expr, scope: Scope, known: set[Key], key_of: _KeyOf, index: frozenset[Key]
+) -> bool:
+    """``range(...)``, ``list(range(...))``, ``[rank, rank + 1]``: integers only."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return bool(node.elts) and all(_is_index(e, scope, set(index), key_of) for e in node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        if node.func.id == "range":
+            return True
+        if node.func.id in ("list", "tuple", "sorted") and len(node.args) == 1:
+            return _is_index_list(node.args[0], scope, known, key_of, index)
+        return False
+    key = key_of(scope, node) if isinstance(node, ast.Name | ast.Attribute) else None
     return key is not None and key in known
 
 
@@ -541,6 +599,10 @@ def collect_flow(
                         add(key, scope, kw.value)
             if name in ("to", "cuda", "device") and node.args:
                 used("device", scope, node.args[0], node.lineno)
+            if name in _SPAWNS:  # spawn(fn, args, nprocs): how many processes start
+                counts = [k.value for k in node.keywords if k.arg == "nprocs"]
+                for value in [*counts, *node.args[2:3]]:
+                    used("nprocs", scope, value, node.lineno)
             if name == "add_argument":
                 opts = [o for a in node.args if (o := _str(a)) is not None]
                 dest_kw = next((_str(k.value) for k in node.keywords if k.arg == "dest"), None)
@@ -560,13 +622,17 @@ def collect_flow(
         if key not in uses[kind]:
             uses[kind].add(key)
             elsewhere[kind, key] = where
-    index = _every(values, _is_index, key_of)
+    index = frozenset(_every(values, _is_index, key_of))
+    lists = frozenset(_every(values, lambda n, s, k, f: _is_index_list(n, s, k, f, index), key_of))
+    if lists:  # `gpu = device_ids[0]`: items of the lists are integers too
+        index = frozenset(_every(values, lambda n, s, k, f: _is_index(n, s, k, f, lists), key_of))
     types = _every(values, _is_device_type, key_of)
     return FlowFacts(
         backend=frozenset(uses["backend"]),
         device=frozenset(uses["device"]),
         map_location=frozenset(uses["map_location"]),
-        index=frozenset(index),
+        index=index,
+        index_list=lists,
         device_type=frozenset(types),
         cuda_string=frozenset(cuda),
         indexed=frozenset(indexed),

@@ -15,20 +15,25 @@ and gives every module an :class:`~._flow.External`:
   device, a ``map_location``), with the ``file:line`` of the use, so that the value is
   rewritten where it is stored and the report names the use.
 
+Re-exports are followed: ``pkg/__init__.py: from .config import DEVICE`` then
+``train.py: from pkg import DEVICE`` (or ``import pkg; pkg.DEVICE``) reads the value stored
+in ``pkg/config.py``, through chains of such imports up to :data:`MAX_HOPS` modules long;
+a cycle of re-exports (``a`` imports ``x`` from ``b`` and ``b`` from ``a``) ends the chain,
+and the name is then unknown (reported, as in a single file).
+
 Cheap by construction: only modules holding the text ``cuda`` or ``nccl`` (every followed
-CUDA value starts as one), the modules that import them (found by a regular expression
-over the import lines) and the modules they import are parsed (with ``ast``); one round,
-so a value re-exported through a third module is not followed (it is then reported, as
-in a single file). Modules are named by their path from the root (``pkg/mod.py`` is
-``pkg.mod``, also ``mod`` for a script's sibling import); an import that names no module
-of the project is ignored.
+CUDA value starts as one), the modules that import them or re-export their names (found
+by a regular expression over the import lines, a round per hop) and the modules they
+import are parsed (with ``ast``). Modules are named by their path from the root
+(``pkg/mod.py`` is ``pkg.mod``, also ``mod`` for a script's sibling import); an import
+that names no module of the project is ignored.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tensorsight.migrate._bindings import ANY, Bindings, Key, Scope, collect_bindings
@@ -42,6 +47,9 @@ _IMPORT = re.compile(
 )
 _WORD = re.compile(r"\w+")
 _SEEDS = ("cuda", "nccl")
+#: The longest chain of re-exports followed (``from .a import x`` in ``pkg/__init__.py``
+#: is one hop); a longer one leaves the name unknown.
+MAX_HOPS = 8
 
 
 def module_id(rel: str) -> str:
@@ -127,6 +135,30 @@ def project_externals(files: Mapping[str, str]) -> dict[str, External]:
             assert info.flow is not None
             held[info.id] = _exports(info, info.flow)
 
+    def origin(source: str, name: str, read: bool = False) -> tuple[str, str]:
+        """Where ``name`` of module ``source`` is defined: re-exports (``from .config
+        import DEVICE`` in ``pkg/__init__.py``) followed, at most :data:`MAX_HOPS`, and
+        not round a cycle (then the name is unknown: a module that holds nothing). Only
+        through modules already parsed unless ``read`` (a seed's own uses: a few names)."""
+        seen: set[tuple[str, str]] = set()
+        at = (source, name)
+        for _ in range(MAX_HOPS + 1):
+            rel = index.by_id.get(at[0])
+            if rel is None or (not read and rel not in modules):
+                return at
+            info = load(rel)
+            if info is None:
+                return at
+            export(info)
+            step = info.names.get(((), at[1]))
+            if step is None or (info.flow is not None and ((), at[1]) in info.flow.valued):
+                return at  # defined here (or not at all): the chain ends
+            if step in seen:
+                return ("", name)  # a cycle of re-exports
+            seen.add(at)
+            at = step
+        return ("", name)  # too long a chain
+
     for rel in seeds:
         info = load(rel)
         if info is None:
@@ -136,13 +168,31 @@ def project_externals(files: Mapping[str, str]) -> dict[str, External]:
             imported = load(index.by_id[source])
             if imported is not None:
                 export(imported)
-    stored = {i for i, h in held.items() if any(x.cuda or x.nccl for x in h.values())}
-    if stored:  # the modules that import one that stores a CUDA value: its uses
+        for source, name in _read_names(info):  # and through re-exports
+            origin(source, name, read=True)
+
+    def stores(h: dict[Key, Held]) -> bool:
+        return any(x.cuda or x.nccl for x in h.values())
+
+    stored = {i for i, h in held.items() if stores(h)}
+    for _ in range(MAX_HOPS):  # the modules that import (or re-export) a stored value
         for rel, text in files.items():
             if rel in modules or "import" not in text:
                 continue
             if _regex_imports(rel, text, index) & stored and (info := load(rel)) is not None:
                 export(info)
+        again = {
+            info.id
+            for info in list(modules.values())  # origin() may load more
+            if info.id not in stored
+            and any(
+                (o := origin(src, n))[0] in stored and ((), o[1]) in held.get(o[0], {})
+                for src, n in info.names.values()
+            )
+        }
+        if not again:  # no new module re-exports a stored value: no new importers to find
+            break
+        stored |= again
     edges: dict[str, set[str]] = {info.id: set() for info in modules.values()}
     for info in modules.values():
         for source in _sources(info):
@@ -155,7 +205,7 @@ def project_externals(files: Mapping[str, str]) -> dict[str, External]:
         for (kind, key), line in info.flow.use_lines.items():
             if kind not in USE_KINDS:
                 continue
-            for target, target_key in _origins(info, key, edges[info.id]):
+            for target, target_key in _origins(info, key, edges[info.id], origin):
                 if target in stored and target_key in held.get(target, {}):
                     uses.setdefault(target, {}).setdefault((kind, target_key), f"{info.rel}:{line}")
     out: dict[str, External] = {}
@@ -164,12 +214,16 @@ def project_externals(files: Mapping[str, str]) -> dict[str, External]:
         read = {key for _, key in info.flow.use_lines}  # only what a rule looks at
         values: dict[Key, list[Held]] = {}
         for local, (source, name) in info.names.items():
-            if local in read and (h := held.get(source, {}).get(((), name))) is not None:
+            if local not in read:
+                continue
+            source, name = origin(source, name)
+            if (h := held.get(source, {}).get(((), name))) is not None:
                 values.setdefault(local, []).append(h)
-        for source in set(info.modules.values()):
-            for (scope, name), h in held.get(source, {}).items():
-                if scope == () and (("@", source), name) in read:
-                    values.setdefault((("@", source), name), []).append(h)
+        for key in read:
+            if len(key[0]) == 2 and key[0][0] == "@":  # `pkg.DEVICE` through `import pkg`
+                where, original = origin(key[0][1], key[1])
+                if (h := held.get(where, {}).get(((), original))) is not None:
+                    values.setdefault(key, []).append(h)
         for neighbour in edges[info.id]:
             for key, h in held.get(neighbour, {}).items():
                 if key[0] == ANY and key in read:
@@ -192,6 +246,19 @@ def _read_from(info: _Module) -> set[str]:
     out.update(k[0][1] for k in read if len(k[0]) == 2 and k[0][0] == "@")
     if any(k[0] == ANY and k not in info.flow.valued for k in read):
         out.update(_sources(info))
+    return out
+
+
+def _read_names(info: _Module) -> set[tuple[str, str]]:
+    """``(module, name)`` of the imported names (``from m import x``, ``m.x``) the module
+    uses where a rule looks."""
+    assert info.flow is not None
+    out: set[tuple[str, str]] = set()
+    for _, key in info.flow.use_lines:
+        if key in info.names:
+            out.add(info.names[key])
+        elif len(key[0]) == 2 and key[0][0] == "@":
+            out.add((key[0][1], key[1]))
     return out
 
 
@@ -289,14 +356,21 @@ def _exports(info: _Module, flow: FlowFacts) -> dict[Key, Held]:
     return out
 
 
-def _origins(info: _Module, key: Key, neighbours: set[str]) -> list[tuple[str, Key]]:
-    """Where the value a use of ``key`` in ``info`` reads is stored in other modules."""
+def _origins(
+    info: _Module,
+    key: Key,
+    neighbours: set[str],
+    origin: Callable[[str, str], tuple[str, str]],
+) -> list[tuple[str, Key]]:
+    """Where the value a use of ``key`` in ``info`` reads is stored in other modules
+    (``origin`` follows re-exports)."""
     scope, name = key
     if key in info.names:
-        source, original = info.names[key]
+        source, original = origin(*info.names[key])
         return [(source, ((), original))]
     if len(scope) == 2 and scope[0] == "@":
-        return [(scope[1], ((), name))]
+        source, original = origin(scope[1], name)
+        return [(source, ((), original))]
     if scope == ANY:
         return [(n, key) for n in neighbours]
     return []

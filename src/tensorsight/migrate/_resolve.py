@@ -176,6 +176,11 @@ class ModuleFacts:
         builders: Callees, as written (``models.resnet50``, ``to_tensor``), that return a
             module or tensor: the model builders of ``torchvision.models`` and tensor-making
             transforms (set by :func:`._values.known_values`).
+        remote: Names (and ``self.<attr>``) assigned what a remote call returns
+            (``rref.rpc_sync().get_model()``, ``rpc.rpc_sync(...)``, ``fut.wait()`` of an
+            ``rpc_async``, ``remote_module.forward(...)`` of a ``RemoteModule``): their type
+            is that of a function this module does not show (set by
+            :func:`._values.known_values`).
     """
 
     bindings: dict[str, Binding]
@@ -185,6 +190,7 @@ class ModuleFacts:
     name_counts: dict[str, int] = field(default_factory=dict)
     module_classes: frozenset[str] = frozenset()
     builders: frozenset[str] = frozenset()
+    remote: frozenset[str] = frozenset()
 
 
 def collect_facts(

@@ -44,12 +44,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from tensorsight.migrate._resolve import ModuleFacts, _ast_dotted
 
-__all__ = ["CHAINS", "known_values", "scan_module_classes"]
+__all__ = ["CHAINS", "REMOTE_CALLS", "is_remote_result", "known_values", "scan_module_classes"]
 
 _CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.MULTILINE)
 _NN_BASE = re.compile(r"^(?:torch\.)?nn\.[A-Za-z_]\w*$|^Module$")
@@ -335,6 +335,20 @@ def known_values(
             _loop(v, loop)
         if len(v.values) == before:
             break
+    remote_modules = {
+        key
+        for targets, value in assigns
+        if isinstance(value, ast.Call) and (v.qualify(value.func) or "").endswith(".RemoteModule")
+        for t in targets
+        if (key := _key(t)) is not None
+    }
+    remote = frozenset(
+        key
+        for targets, value in assigns
+        if is_remote_result(value, lambda k: k in remote_modules)
+        for t in targets
+        if (key := _key(t)) is not None and key not in v.values
+    )
     values = frozenset(v.values - v.loaders)
     builders = frozenset(
         name
@@ -342,7 +356,38 @@ def known_values(
         if (_is_model_builder(q := v.qualify_other(func)) or q in _TENSOR_FUNCTIONS)
         and (name := _ast_dotted(func)) is not None
     ) | frozenset(v.transforms)  # calls that return a tensor or module
-    return replace(facts, torch_values=values, module_classes=frozenset(classes), builders=builders)
+    return replace(
+        facts,
+        torch_values=values,
+        module_classes=frozenset(classes),
+        builders=builders,
+        remote=remote,
+    )
+
+
+#: Calls whose result comes from another worker (``torch.distributed.rpc``).
+REMOTE_CALLS = frozenset({"rpc_sync", "rpc_async", "remote", "to_here"})
+
+
+def is_remote_result(node: ast.expr, is_remote_module: Callable[[str], bool]) -> bool:
+    """Whether ``node`` is (a method chain on) what a remote call returns: a call of one of
+    :data:`REMOTE_CALLS` in its chain (``rref.rpc_sync().get_model()``), or the
+    ``forward(...)`` of a name ``is_remote_module`` accepts or whose name says ``remote``
+    (``self.remote_emb_module.forward(x)``: a ``RemoteModule`` runs it on its worker)."""
+    while isinstance(node, ast.Call | ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else _ast_dotted(func)
+            if name is not None and name.rsplit(".", 1)[-1] in REMOTE_CALLS:
+                return True
+            if isinstance(func, ast.Attribute) and func.attr == "forward":
+                key = _key(func.value)
+                if key is not None and (is_remote_module(key) or "remote" in key.lower()):
+                    return True
+            node = func
+        else:
+            node = node.value
+    return False
 
 
 def _is_model_builder(qualified: str | None) -> bool:

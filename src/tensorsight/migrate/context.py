@@ -25,6 +25,7 @@ from tensorsight.migrate._flow import (
     attribute_alias,
     collect_flow,
     cst_flow_key,
+    cst_item,
 )
 from tensorsight.migrate._resolve import ModuleFacts, dotted_name
 from tensorsight.migrate._values import CHAINS
@@ -191,9 +192,13 @@ class RuleContext:
     def flow_holds(self, kind: str, node: cst.BaseExpression | str | None) -> bool:
         """Whether the key of ``node`` is in the prepass's set ``kind`` (``"backend"``,
         ``"device"``, ``"map_location"``, ``"index"``, ``"device_type"``, ``"cuda_string"``,
-        ``"indexed"``): what the value is used for or holds, here or across imports."""
+        ``"indexed"``, ``"index_list"``; an item ``xs[i]`` of an ``index_list`` is an
+        ``"index"``): what the value is used for or holds, here or across imports."""
         if node is None:
             return False
+        if kind == "index" and isinstance(node, cst.Subscript):  # device_ids[0]
+            item = cst_item(node)
+            return item is not None and self.flow_holds("index_list", item)
         key = self.flow_key(node)
         if key is None:
             return False

@@ -107,6 +107,12 @@ class MigrationRule:
         """Visit a subscript such as ``os.environ["CUDA_VISIBLE_DEVICES"]``."""
         return None
 
+    def leave_BinaryOperation(
+        self, original: cst.BinaryOperation, updated: cst.BinaryOperation, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit a binary operation (``torch.cuda.device_count() // local_world_size``)."""
+        return None
+
     def leave_AnnAssign(
         self, original: cst.AnnAssign, updated: cst.AnnAssign, ctx: RuleContext
     ) -> cst.BaseSmallStatement | None:
@@ -144,6 +150,7 @@ HOOKS: tuple[str, ...] = (
     "leave_IfExp",
     "leave_Comparison",
     "leave_Subscript",
+    "leave_BinaryOperation",
     "leave_Decorator",
     "leave_Module",
 )

@@ -136,6 +136,11 @@ class ApplyRules(cst.CSTTransformer):
     ) -> cst.BaseExpression:
         return self._chain("leave_Subscript", original_node, updated_node)  # type: ignore[return-value]
 
+    def leave_BinaryOperation(
+        self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation
+    ) -> cst.BaseExpression:
+        return self._chain("leave_BinaryOperation", original_node, updated_node)  # type: ignore[return-value]
+
     def leave_Decorator(
         self, original_node: cst.Decorator, updated_node: cst.Decorator
     ) -> cst.Decorator:

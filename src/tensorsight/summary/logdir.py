@@ -55,6 +55,7 @@ from tensorsight.summary.records import (
     HParamsRecord,
     ImageRecord,
     LandscapeRecord,
+    MeshRecord,
     PrCurveRecord,
     ScalarSeries,
     TensorRecord,
@@ -284,7 +285,9 @@ class Logdir:
                 for kind, tags in kinds.items():
                     changed.setdefault(store.name, {}).setdefault(kind, set()).update(tags)
 
-        totals = self._read_all(list(self._runs.values()), ingest, progress)
+        # in name order (the run list's): the board shows the first runs while the rest are read
+        stores = [self._runs[name] for name in sorted(self._runs)]
+        totals = self._read_all(stores, ingest, progress)
         with guard:
             self._grew = grew
             for run, kinds in changed.items():
@@ -484,6 +487,10 @@ class Logdir:
     def embeddings(self, run: str, tag: str) -> list[EmbeddingRecord]:
         """Projector embeddings of a tag (paths only; see ``summary.projector.load_embedding``)."""
         return self.records(run, "embeddings", tag)
+
+    def mesh(self, run: str, tag: str) -> list[MeshRecord]:
+        """One part of ``add_mesh`` meshes (tag ``<name>_VERTEX``, ``_FACE`` or ``_COLOR``)."""
+        return self.records(run, "mesh", tag)
 
     def graph(self, run: str, tag: str | None = None) -> Graph | None:
         """The computational graph ``tag`` of ``run`` (default: ``"graph"``, else the first).

@@ -18,6 +18,7 @@ from tensorsight.summary.kinds.histogram import HistogramRecord
 from tensorsight.summary.kinds.hparams import HParamsRecord
 from tensorsight.summary.kinds.image import ImageRecord
 from tensorsight.summary.kinds.landscape import LandscapeRecord
+from tensorsight.summary.kinds.mesh import MeshRecord
 from tensorsight.summary.kinds.pr_curve import PrCurveRecord
 from tensorsight.summary.kinds.scalar import ScalarSeries
 from tensorsight.summary.kinds.tensor import TensorRecord
@@ -35,6 +36,7 @@ __all__ = [
     "HistogramRecord",
     "ImageRecord",
     "LandscapeRecord",
+    "MeshRecord",
     "PrCurveRecord",
     "ScalarSeries",
     "TensorRecord",

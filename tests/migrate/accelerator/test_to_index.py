@@ -1,3 +1,5 @@
+from textwrap import dedent
+
 from tensorsight.migrate.rules.accelerator.to_index import RULE_ID, ReplaceDeviceIndexRule
 from tests.migrate._util import PROLOGUE, check
 
@@ -31,4 +33,29 @@ def test_no_op_for_dtypes_and_devices():
         "import torch\ny = x.to(dtype)\nz = x.to(torch.float16)\nw = x.to(device)\n",
         None,
         statuses=[],
+    )
+
+
+def test_an_item_of_a_list_of_device_indices_is_an_index():
+    body = dedent(
+        """\
+        def demo(rank, n):
+            device_ids = list(range(rank * n, (rank + 1) * n))
+            first = device_ids[0]
+            a = torch.ones(1).to(device_ids[0])
+            b = torch.ones(1).to(first)
+            gpus = [0, 1]
+            c = torch.ones(1).to(gpus[1])
+            names = ["cpu", "cuda:0"]
+            d = torch.ones(1).to(names[0])
+            return a, b, c, d
+        """
+    )
+    fixed = body
+    for arg in ("device_ids[0]", "first", "gpus[1]"):
+        fixed = fixed.replace(f".to({arg})", f".to(torch.device(_device.type, {arg}))")
+    check(
+        "accelerator",
+        "import torch\n" + body,
+        "import torch\n" + PROLOGUE + fixed,  # a list of strings has no index in it
     )

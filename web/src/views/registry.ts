@@ -19,5 +19,6 @@ export const VIEWS: Record<string, () => Promise<{ render: RenderFn }>> = {
   pr_curves: () => import("./pr_curves/index"),
   custom_scalars: () => import("./custom_scalars/index"),
   embeddings: () => import("./embeddings/index"),
+  mesh: () => import("./mesh/index"),
   monitor: () => import("./monitor/index"),
 };

@@ -20,7 +20,6 @@ BUILTIN_VIEWS: dict[str, str] = {
     "scalars": "tensorsight.board.views.scalars:ScalarsView",
     "histograms": "tensorsight.board.views.histograms:HistogramsView",
     "images": "tensorsight.board.views.images:ImagesView",
-    "audio": "tensorsight.board.views.audio:AudioView",
     "text": "tensorsight.board.views.text:TextView",
     "graphs": "tensorsight.board.views.graphs:GraphsView",
     "precision": "tensorsight.board.views.precision:PrecisionView",
@@ -30,8 +29,10 @@ BUILTIN_VIEWS: dict[str, str] = {
     "comparison": "tensorsight.board.views.comparison:ComparisonView",
     "hparams": "tensorsight.board.views.hparams:HParamsView",
     "pr_curves": "tensorsight.board.views.pr_curves:PrCurvesView",
-    "custom_scalars": "tensorsight.board.views.custom_scalars:CustomScalarsView",
+    "audio": "tensorsight.board.views.audio:AudioView",
     "embeddings": "tensorsight.board.views.embeddings:EmbeddingsView",
+    "custom_scalars": "tensorsight.board.views.custom_scalars:CustomScalarsView",
+    "mesh": "tensorsight.board.views.mesh:MeshView",
     "monitor": "tensorsight.board.views.monitor:MonitorView",
 }
 

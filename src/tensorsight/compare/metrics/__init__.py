@@ -33,3 +33,6 @@ __all__ = [
     "get_metric",
     "register_metric",
 ]
+
+# Built-in metrics outside the fused kernel, one line each (CONTRIBUTING.md, "Adding a
+# metric"): METRICS.add("<key>", "tensorsight.compare.metrics.<name>:SPEC"), imported on use.

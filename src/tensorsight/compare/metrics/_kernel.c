@@ -42,11 +42,16 @@
  * an ulp of 1 (u is in [0, 1]), which moves KL relatively by ~eps / |s| (s = (u - v) /
  * (u + v)), far inside the 1e-9 the tests require. Each saves ~2-3 %.
  *
- * acc layout (all doubles, zeroed by the caller):
- *   0 sx  1 sy  2 sxx(shifted) 3 syy(shifted) 4 sxy 5 sdd 6 sad 7 acc_rel 8 max_abs
- *   9 max_rel 10 within1 11 within5 12 max_ulp_q 13 kl_u 14 kl_d (sum v - u) 15 kl_s
- *   16 sx_raw2 (sum x*x) 17 syy_raw (sum y*y)
+ * acc layout (all doubles, zeroed by the caller): TS_NACC slots named TS_SX, TS_SY, TS_SXX,
+ * TS_SYY (shifted moments), TS_SXY, TS_SDD, TS_SAD, TS_ACC_REL, TS_MAX_ABS, TS_MAX_REL,
+ * TS_WITHIN1, TS_WITHIN5, TS_MAX_ULP_Q, TS_KL_U, TS_KL_D (sum v - u), TS_KL_S, TS_SXX_RAW (sum
+ * x*x), TS_SYY_RAW (sum y*y); TS_IS_MAX(i) says which merge by maximum. The indices are not
+ * written here: they come from the one table in compare/metrics/_layout.py (ACCUMULATORS),
+ * passed as -D flags (_layout.c_defines()), from which the Python merge reads them too.
  */
+#if !defined(TS_NACC) || !defined(TS_NROW) || !defined(TS_IS_MAX)
+#error "compile with the layout flags of compare/metrics/_layout.py (c_defines())"
+#endif
 #include <stdint.h>
 #include <string.h>
 
@@ -187,9 +192,11 @@ reduction(max:mabs,mrel,mulp,zmax)")                                            
             ks += u * ts_log(u, v);                                                        \
         }                                                                                  \
     }                                                                                      \
-    acc[0] = sx; acc[1] = sy; acc[2] = sxx; acc[3] = syy; acc[4] = sxy; acc[5] = sdd;      \
-    acc[6] = sad; acc[7] = arel; acc[8] = mabs; acc[9] = mrel; acc[10] = w1; acc[11] = w5; \
-    acc[12] = 0.5 * mulp; acc[13] = ku; acc[14] = kd; acc[15] = ks; acc[16] = rxx; acc[17] = ryy;
+    acc[TS_SX] = sx; acc[TS_SY] = sy; acc[TS_SXX] = sxx; acc[TS_SYY] = syy;                \
+    acc[TS_SXY] = sxy; acc[TS_SDD] = sdd; acc[TS_SAD] = sad; acc[TS_ACC_REL] = arel;       \
+    acc[TS_MAX_ABS] = mabs; acc[TS_MAX_REL] = mrel; acc[TS_WITHIN1] = w1;                  \
+    acc[TS_WITHIN5] = w5; acc[TS_MAX_ULP_Q] = 0.5 * mulp; acc[TS_KL_U] = ku;               \
+    acc[TS_KL_D] = kd; acc[TS_KL_S] = ks; acc[TS_SXX_RAW] = rxx; acc[TS_SYY_RAW] = ryy;
 
 
 static void ts_portable_block_f32(const float *x, const float *y, int64_t n, double kx,
@@ -213,8 +220,7 @@ static void ts_portable_block_f64(const double *x, const double *y, int64_t n, d
 static inline double ts_max(double a, double b) { return a > b ? a : b; }
 
 static inline void ts_add_block(double *acc, const double *b) {
-    for (int i = 0; i < 18; i++) acc[i] = (i == 8 || i == 9 || i == 12) ? ts_max(acc[i], b[i])
-                                                                          : acc[i] + b[i];
+    for (int i = 0; i < TS_NACC; i++) acc[i] = TS_IS_MAX(i) ? ts_max(acc[i], b[i]) : acc[i] + b[i];
 }
 
 /* The explicit loops accumulate only the shifted squares sum (x - k)^2 and derive the raw
@@ -242,8 +248,8 @@ static inline void ts_add_block(double *acc, const double *b) {
     ATTR static void NAME(const CT *x, const CT *y, int64_t n, double kx, double ky,       \
                           double xo, double xsc, double yo, double ysc, double ulp_floor,  \
                           double *acc) {                                                   \
-        double b[18];                                                                      \
-        for (int i = 0; i < 18; i++) acc[i] = 0.0;                                         \
+        double b[TS_NACC];                                                                 \
+        for (int i = 0; i < TS_NACC; i++) acc[i] = 0.0;                                    \
         for (int64_t s = 0; s < n; s += TS_BLOCK) {                                        \
             int64_t m = n - s < TS_BLOCK ? n - s : TS_BLOCK;                               \
             BLOCK(x + s, y + s, m, kx, ky, xo, xsc, yo, ysc, ulp_floor, b);                \
@@ -478,31 +484,33 @@ TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
         ts_avx2_mom_##T(x + s, y + s, len, c, &m, buf);                                   \
         ERR(x + s, y + s, len, ulp_floor, &e, buf);                                       \
     }                                                                                      \
-    double tail[18] = {0};                                                                 \
+    double tail[TS_NACC] = {0};                                                            \
     if (n > n4) {                                                                          \
         ts_portable_block_##T(x + n4, y + n4, n - n4, kx, ky, xo, xsc, yo, ysc, ulp_floor, \
                               tail);                                                       \
     }                                                                                      \
     int32_t wc[8];                                                                         \
     _mm256_storeu_si256((__m256i *)wc, e.w);                                               \
-    acc[0] = ts_hadd4(m.sx) + tail[0];                                                     \
-    acc[1] = ts_hadd4(m.sy) + tail[1];                                                     \
-    acc[2] = ts_hadd4(m.sxx) + tail[2];                                                    \
-    acc[3] = ts_hadd4(m.syy) + tail[3];                                                    \
-    acc[4] = ts_hadd4(m.sxy) + tail[4];                                                    \
-    acc[5] = ts_hadd4(e.sdd) + tail[5];                                                    \
-    acc[6] = ts_hadd4(e.sad) + tail[6];                                                    \
-    acc[7] = ts_hadd4(e.arel) + tail[7];                                                   \
-    acc[8] = ts_max(ts_hmax4(e.mabs), tail[8]);                                            \
-    acc[9] = ts_max(ts_hmax4(e.mrel), tail[9]);                                            \
-    acc[10] = (double)((int64_t)wc[0] + wc[2] + wc[4] + wc[6]) + tail[10];                 \
-    acc[11] = (double)((int64_t)wc[1] + wc[3] + wc[5] + wc[7]) + tail[11];                 \
-    acc[12] = ts_max(0.5 * ts_hmax4(e.mulp), tail[12]);                                    \
-    acc[13] = ts_hadd4(m.ku) + tail[13];                                                   \
-    acc[14] = ts_hadd4(m.kd) + tail[14];                                                   \
-    acc[15] = ts_hadd4(m.ks) + tail[15];                                                   \
-    acc[16] = ts_avx2_sq_##T##_derived(x, n4, kx, ts_hadd4(m.sx), ts_hadd4(m.sxx)) + tail[16]; \
-    acc[17] = ts_avx2_sq_##T##_derived(y, n4, ky, ts_hadd4(m.sy), ts_hadd4(m.syy)) + tail[17];
+    acc[TS_SX] = ts_hadd4(m.sx) + tail[TS_SX];                                             \
+    acc[TS_SY] = ts_hadd4(m.sy) + tail[TS_SY];                                             \
+    acc[TS_SXX] = ts_hadd4(m.sxx) + tail[TS_SXX];                                          \
+    acc[TS_SYY] = ts_hadd4(m.syy) + tail[TS_SYY];                                          \
+    acc[TS_SXY] = ts_hadd4(m.sxy) + tail[TS_SXY];                                          \
+    acc[TS_SDD] = ts_hadd4(e.sdd) + tail[TS_SDD];                                          \
+    acc[TS_SAD] = ts_hadd4(e.sad) + tail[TS_SAD];                                          \
+    acc[TS_ACC_REL] = ts_hadd4(e.arel) + tail[TS_ACC_REL];                                 \
+    acc[TS_MAX_ABS] = ts_max(ts_hmax4(e.mabs), tail[TS_MAX_ABS]);                          \
+    acc[TS_MAX_REL] = ts_max(ts_hmax4(e.mrel), tail[TS_MAX_REL]);                          \
+    acc[TS_WITHIN1] = (double)((int64_t)wc[0] + wc[2] + wc[4] + wc[6]) + tail[TS_WITHIN1]; \
+    acc[TS_WITHIN5] = (double)((int64_t)wc[1] + wc[3] + wc[5] + wc[7]) + tail[TS_WITHIN5]; \
+    acc[TS_MAX_ULP_Q] = ts_max(0.5 * ts_hmax4(e.mulp), tail[TS_MAX_ULP_Q]);                \
+    acc[TS_KL_U] = ts_hadd4(m.ku) + tail[TS_KL_U];                                         \
+    acc[TS_KL_D] = ts_hadd4(m.kd) + tail[TS_KL_D];                                         \
+    acc[TS_KL_S] = ts_hadd4(m.ks) + tail[TS_KL_S];                                         \
+    acc[TS_SXX_RAW] = ts_avx2_sq_##T##_derived(x, n4, kx, ts_hadd4(m.sx), ts_hadd4(m.sxx)) \
+                         + tail[TS_SXX_RAW];                                               \
+    acc[TS_SYY_RAW] = ts_avx2_sq_##T##_derived(y, n4, ky, ts_hadd4(m.sy), ts_hadd4(m.syy)) \
+                         + tail[TS_SYY_RAW];
 
 TS_AVX2 static void ts_avx2_block_f32(const float *x, const float *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
@@ -662,31 +670,31 @@ TS_AVX512 static inline __m512d ts_log_ratio8(__m512d u, __m512d v, __m512d u_mi
         kd = _mm512_sub_pd(kd, umv);                                                       \
         ks = _mm512_fmadd_pd(u, ts_log_ratio8(u, v, umv), ks);                             \
     }                                                                                      \
-    double tail[18] = {0};                                                                 \
+    double tail[TS_NACC] = {0};                                                            \
     if (n > n8) {                                                                          \
         ts_portable_block_##T(x + n8, y + n8, n - n8, kx, ky, xo, xsc, yo, ysc, ulp_floor, \
                               tail);                                                       \
     }                                                                                      \
-    acc[0] = _mm512_reduce_add_pd(sx) + tail[0];                                           \
-    acc[1] = _mm512_reduce_add_pd(sy) + tail[1];                                           \
-    acc[2] = _mm512_reduce_add_pd(sxx) + tail[2];                                          \
-    acc[3] = _mm512_reduce_add_pd(syy) + tail[3];                                          \
-    acc[4] = _mm512_reduce_add_pd(sxy) + tail[4];                                          \
-    acc[5] = _mm512_reduce_add_pd(sdd) + tail[5];                                          \
-    acc[6] = _mm512_reduce_add_pd(sad) + tail[6];                                          \
-    acc[7] = _mm512_reduce_add_pd(arel) + tail[7];                                         \
-    acc[8] = ts_max(_mm512_reduce_max_pd(mabs), tail[8]);                                  \
-    acc[9] = ts_max(_mm512_reduce_max_pd(mrel), tail[9]);                                  \
-    acc[10] = (double)_mm512_reduce_add_epi64(w1) + tail[10];                              \
-    acc[11] = (double)_mm512_reduce_add_epi64(w5) + tail[11];                              \
-    acc[12] = ts_max(0.5 * _mm512_reduce_max_pd(mulp), tail[12]);                                \
-    acc[13] = _mm512_reduce_add_pd(ku) + tail[13];                                         \
-    acc[14] = _mm512_reduce_add_pd(kd) + tail[14];                                         \
-    acc[15] = _mm512_reduce_add_pd(ks) + tail[15];                                         \
-    acc[16] = ts_avx512_sq_##T##_derived(x, n8, kx, _mm512_reduce_add_pd(sx),              \
-                                         _mm512_reduce_add_pd(sxx)) + tail[16];            \
-    acc[17] = ts_avx512_sq_##T##_derived(y, n8, ky, _mm512_reduce_add_pd(sy),              \
-                                         _mm512_reduce_add_pd(syy)) + tail[17];
+    acc[TS_SX] = _mm512_reduce_add_pd(sx) + tail[TS_SX];                                   \
+    acc[TS_SY] = _mm512_reduce_add_pd(sy) + tail[TS_SY];                                   \
+    acc[TS_SXX] = _mm512_reduce_add_pd(sxx) + tail[TS_SXX];                                \
+    acc[TS_SYY] = _mm512_reduce_add_pd(syy) + tail[TS_SYY];                                \
+    acc[TS_SXY] = _mm512_reduce_add_pd(sxy) + tail[TS_SXY];                                \
+    acc[TS_SDD] = _mm512_reduce_add_pd(sdd) + tail[TS_SDD];                                \
+    acc[TS_SAD] = _mm512_reduce_add_pd(sad) + tail[TS_SAD];                                \
+    acc[TS_ACC_REL] = _mm512_reduce_add_pd(arel) + tail[TS_ACC_REL];                       \
+    acc[TS_MAX_ABS] = ts_max(_mm512_reduce_max_pd(mabs), tail[TS_MAX_ABS]);                \
+    acc[TS_MAX_REL] = ts_max(_mm512_reduce_max_pd(mrel), tail[TS_MAX_REL]);                \
+    acc[TS_WITHIN1] = (double)_mm512_reduce_add_epi64(w1) + tail[TS_WITHIN1];              \
+    acc[TS_WITHIN5] = (double)_mm512_reduce_add_epi64(w5) + tail[TS_WITHIN5];              \
+    acc[TS_MAX_ULP_Q] = ts_max(0.5 * _mm512_reduce_max_pd(mulp), tail[TS_MAX_ULP_Q]);      \
+    acc[TS_KL_U] = _mm512_reduce_add_pd(ku) + tail[TS_KL_U];                               \
+    acc[TS_KL_D] = _mm512_reduce_add_pd(kd) + tail[TS_KL_D];                               \
+    acc[TS_KL_S] = _mm512_reduce_add_pd(ks) + tail[TS_KL_S];                               \
+    acc[TS_SXX_RAW] = ts_avx512_sq_##T##_derived(x, n8, kx, _mm512_reduce_add_pd(sx),      \
+                                         _mm512_reduce_add_pd(sxx)) + tail[TS_SXX_RAW];    \
+    acc[TS_SYY_RAW] = ts_avx512_sq_##T##_derived(y, n8, ky, _mm512_reduce_add_pd(sy),      \
+                                         _mm512_reduce_add_pd(syy)) + tail[TS_SYY_RAW];
 
 TS_AVX512 static void ts_avx512_block_f32(const float *x, const float *y, int64_t n, double kx, double ky,
                           double xo, double xsc, double yo, double ysc, double ulp_floor,
@@ -713,14 +721,14 @@ TS_AVX512 void ts_log_ratio_avx512(const double *u, const double *v, int64_t n, 
 #endif /* TS_X86 */
 
 /* The exported entry points of one loop ISA:
- * ts_pass_{f32,f64}_ISA: one chunk into the 18 accumulators of the layout above;
+ * ts_pass_{f32,f64}_ISA: one chunk into the TS_NACC accumulators of the layout above;
  * ts_chunks_{f32,f64}_ISA: every chunk of `chunk` elements (the last one shorter): out holds
- * 20 doubles per chunk, the 18 accumulators, then the chunk's shifts kx = x[start] and
- * ky = y[start] (the variance sums are shifted by a typical element: a shift far from the
- * mean, such as the minimum, would cost digits to cancellation). A chunk whose shifts are
- * not finite is left with out[0] = NaN (the caller recomputes it with numpy, as any chunk
- * with non-finite sums). One call per thread keeps Python (and the GIL) out of the chunk
- * loop. */
+ * TS_NROW doubles per chunk, the TS_NACC accumulators, then the chunk's shifts kx = x[start]
+ * (TS_KX) and ky = y[start] (TS_KY) (the variance sums are shifted by a typical element: a
+ * shift far from the mean, such as the minimum, would cost digits to cancellation). A chunk
+ * whose shifts are not finite is left with out[TS_SX] = NaN (the caller recomputes it with
+ * numpy, as any chunk with non-finite sums). One call per thread keeps Python (and the GIL)
+ * out of the chunk loop. */
 #define TS_ENTRY(ISA, T, CT)                                                                \
     void ts_pass_##T##_##ISA(const CT *x, const CT *y, int64_t n, double kx, double ky,    \
                              double xo, double xsc, double yo, double ysc, double ulp_floor, \
@@ -732,12 +740,12 @@ TS_AVX512 void ts_log_ratio_avx512(const double *u, const double *v, int64_t n, 
                                double ulp_floor, double *out) {                            \
         for (int64_t s = 0, c = 0; s < n; s += chunk, c++) {                               \
             int64_t m = n - s < chunk ? n - s : chunk;                                     \
-            double *o = out + 20 * c;                                                      \
+            double *o = out + TS_NROW * c;                                                 \
             double kx = (double)x[s], ky = (double)y[s];                                   \
-            o[18] = kx;                                                                    \
-            o[19] = ky;                                                                    \
+            o[TS_KX] = kx;                                                                 \
+            o[TS_KY] = ky;                                                                 \
             if (!__builtin_isfinite(kx) || !__builtin_isfinite(ky)) {                      \
-                o[0] = __builtin_nan("");                                                  \
+                o[TS_SX] = __builtin_nan("");                                              \
                 continue;                                                                  \
             }                                                                              \
             ts_##ISA##_##T(x + s, y + s, m, kx, ky, xo, xsc, yo, ysc, ulp_floor, o);       \

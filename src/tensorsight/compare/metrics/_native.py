@@ -24,10 +24,12 @@ from tensorsight._cbuild import (
     missing_features,
     numpy_forced,
 )
+from tensorsight.compare.metrics._layout import c_defines
 
 __all__ = ["NativeKernel", "build", "features", "load"]
 
-_FLAGS = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math"]
+# the accumulator slots come from the one table in _layout.py (ACCUMULATORS)
+_FLAGS = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", *c_defines()]
 _SOURCE = Path(__file__).with_name("_kernel.c")
 _LOCK = threading.Lock()
 _STATE: dict[str, NativeKernel | None] = {}

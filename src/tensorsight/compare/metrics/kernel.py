@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tensorsight.compare.metrics import _native
+from tensorsight.compare.metrics._layout import ACCUMULATORS, INDEX, ROW
 from tensorsight.errors import CompareError
 
 __all__ = [
@@ -332,7 +333,7 @@ def _native_pass(
     """
     n_total = int(x_all.size)
     n_chunks = -(-n_total // step)
-    out = np.zeros((n_chunks, 20), dtype=np.float64)
+    out = np.zeros((n_chunks, len(ROW)), dtype=np.float64)
     same_float = x_all.dtype == y_all.dtype and x_all.dtype in (np.float32, np.float64)
     ptr_x, ptr_y = x_all.ctypes.data, y_all.ctypes.data
     ptr_out = out.ctypes.data  # row i at ptr_out + i * _ROW_BYTES (a slice's .ctypes: ~4 us)
@@ -374,26 +375,24 @@ def _native_pass(
             _numpy_chunk(x_all[start : start + step], y_all[start : start + step], p, acc, bufs)
 
 
-_ROW_BYTES = 20 * 8  # one chunk's results: 20 float64
+_ROW_BYTES = len(ROW) * 8  # one chunk's results: float64 slots
+_SUMS = tuple((name, INDEX[name]) for name, rule in ACCUMULATORS if rule == "sum")
+_MAXES = tuple((name, INDEX[name]) for name, rule in ACCUMULATORS if rule == "max")
+_SX, _SY, _SXX, _SYY = INDEX["sx"], INDEX["sy"], INDEX["sxx"], INDEX["syy"]
+_SXX_RAW, _SYY_RAW, _KX, _KY = INDEX["sxx_raw"], INDEX["syy_raw"], INDEX["kx"], INDEX["ky"]
 
 
-def _merge_native(out: list[float], k: int, acc: _Acc) -> None:
-    sx, sy, sxx, syy = out[:4]
-    kx, ky = out[18], out[19]
-    acc.target.merge(k, kx + sx / k, max(sxx - sx * sx / k, 0.0), out[16])
-    acc.bench.merge(k, ky + sy / k, max(syy - sy * sy / k, 0.0), out[17])
-    acc.sxy += out[4]
-    acc.sdd += out[5]
-    acc.sad += out[6]
-    acc.acc_rel += out[7]
-    acc.max_abs = max(acc.max_abs, out[8])
-    acc.max_rel = max(acc.max_rel, out[9])
-    acc.within1 += out[10]
-    acc.within5 += out[11]
-    acc.max_ulp_q = max(acc.max_ulp_q, out[12])
-    acc.kl_u += out[13]
-    acc.kl_d += out[14]
-    acc.kl_s += out[15]
+def _merge_native(row: list[float], k: int, acc: _Acc) -> None:
+    """Fold one chunk's row of the C kernel (as Python floats) into ``acc``, slot by slot
+    of ``_layout``."""
+    sx, sy, sxx, syy = row[_SX], row[_SY], row[_SXX], row[_SYY]
+    kx, ky = row[_KX], row[_KY]
+    acc.target.merge(k, kx + sx / k, max(sxx - sx * sx / k, 0.0), row[_SXX_RAW])
+    acc.bench.merge(k, ky + sy / k, max(syy - sy * sy / k, 0.0), row[_SYY_RAW])
+    for name, i in _SUMS:
+        setattr(acc, name, getattr(acc, name) + row[i])
+    for name, i in _MAXES:
+        setattr(acc, name, max(getattr(acc, name), row[i]))
 
 
 def _numpy_chunk(

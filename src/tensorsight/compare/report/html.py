@@ -8,7 +8,8 @@ from pathlib import Path
 
 from tensorsight.compare.report import ReportFormat, cell
 from tensorsight.compare.report.console import render_summary
-from tensorsight.compare.result import Comparison
+from tensorsight.compare.report.csv import header
+from tensorsight.compare.result import COLUMNS, Comparison
 
 __all__ = ["FORMAT", "render_html"]
 
@@ -62,8 +63,15 @@ def _fmt(v: object) -> str:
 
 
 def render_html(comparison: Comparison, path: str | Path | None = None) -> str:
-    """Render the report as one self-contained HTML page; also write it to ``path``."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in _SHOWN)
+    """Render the report as one self-contained HTML page; also write it to ``path``.
+
+    The table shows the main columns, each custom metric (``--metric-script``, registered
+    metrics) after ``max_ulp``.
+    """
+    custom = header(comparison)[len(COLUMNS) :]
+    at = _SHOWN.index("max_ulp") + 1
+    shown = (*_SHOWN[:at], *custom, *_SHOWN[at:])
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in shown)
     body = []
     first = comparison.first_divergence_row
     for pos, row in enumerate(comparison.rows):
@@ -71,7 +79,7 @@ def render_html(comparison: Comparison, path: str | Path | None = None) -> str:
         cls = ("one-sided" if row.one_sided else row.verdict) + (" first" if pos == first else "")
         cells = "".join(
             f"<td{' class=v' if c == 'verdict' else ''}>{html.escape(_fmt(data.get(c)))}</td>"
-            for c in _SHOWN
+            for c in shown
         )
         body.append(f'<tr class="{cls}">{cells}</tr>')
     options = "".join(

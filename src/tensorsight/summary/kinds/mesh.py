@@ -15,20 +15,28 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tensorsight.errors import UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary.kinds._convert import plugin_metadata, to_numpy
+from tensorsight.summary.kinds._kind import Kind, Raw
+from tensorsight.summary.kinds.tensor_decode import decode_tensor
 
 __all__ = [
     "CONTENT_TYPES",
     "KIND",
     "PLUGIN_NAME",
     "SCHEMA_VERSION",
+    "SPEC",
     "MeshMeta",
+    "MeshRecord",
+    "decode",
     "decode_meta",
     "encode",
     "encode_meta",
+    "mesh_name",
+    "part_of",
 ]
 
 KIND = "mesh"  # the kind name PRODUCT.md fixes
@@ -201,3 +209,82 @@ def encode(
             )
         )
     return values
+
+
+@dataclass(frozen=True)
+class MeshRecord:
+    """One part of one mesh at one step: what ``Logdir.records(run, "mesh", tag)`` returns.
+
+    Attributes:
+        step: The writer's global step.
+        wall_time: Seconds since the epoch.
+        name: The mesh's tag as the user gave it (``"cloud"`` for ``cloud_VERTEX``).
+        content_type: ``"VERTEX"``, ``"FACE"`` or ``"COLOR"``.
+        data: ``(B, N, 3)`` float32, read-only: vertex coordinates, vertex indices of each
+            triangle (whole numbers stored as floats, as torch writes them) or RGB colours
+            0-255 per vertex.
+        components: Bitmask of the parts written with it (``1 << CONTENT_TYPES[part]``).
+        json_config: The writer's ``config_dict`` as JSON (three.js camera, material, lights).
+    """
+
+    step: int
+    wall_time: float
+    name: str
+    content_type: str
+    data: NDArray[np.float32]
+    components: int = 0
+    json_config: str = ""
+
+    SCHEMA_VERSION = 1  # of the record (the payload's is the module's SCHEMA_VERSION)
+
+
+def part_of(tag: str) -> tuple[str, str] | None:
+    """``(mesh name, part)`` of a part's tag, else ``None``.
+
+    torch's writer names the parts ``<name>_VERTEX``, ``<name>_FACE``, ``<name>_COLOR``;
+    tensorboardX's ``<name>_1``, ``<name>_2``, ``<name>_3`` (the content type's number).
+    """
+    base, _, suffix = tag.rpartition("_")
+    if not base:
+        return None
+    if suffix in CONTENT_TYPES:
+        return base, suffix
+    if suffix.isdigit() and int(suffix) in _NAMES:
+        return base, _NAMES[int(suffix)]
+    return None
+
+
+def mesh_name(tag: str) -> str | None:
+    """The mesh a part's tag belongs to (``"cloud_VERTEX"``, ``"cloud_1"`` -> ``"cloud"``)."""
+    found = part_of(tag)
+    return None if found is None else found[0]
+
+
+def decode(raw: Raw) -> list[MeshRecord]:
+    """A ``mesh`` plugin tensor: one part (its metadata says which) of shape ``(B, N, 3)``.
+
+    Raises:
+        ValueError: The metadata is not ``MeshPluginData`` or the tensor is not 3 columns.
+    """
+    meta = decode_meta(raw.content) if raw.content else None
+    _, shape, arr = decode_tensor(raw.tensor)
+    data = np.asarray(arr, dtype=np.float32)
+    if data.size % 3:
+        msg = f"mesh tensor {raw.tag!r} of shape {shape}: expected (B, N, 3)"
+        raise ValueError(msg)
+    data = data.reshape(-1, 3) if len(shape) < 3 else data.reshape(-1, shape[-2], 3)
+    if data.ndim == 2:
+        data = data[None]
+    data.flags.writeable = False
+    found = part_of(raw.tag)
+    name = meta.name if meta and meta.name else (found[0] if found else raw.tag)
+    part = meta.content_type if meta else (found[1] if found else "")
+    if part not in CONTENT_TYPES:
+        msg = f"mesh tensor {raw.tag!r}: no content type in its metadata or tag"
+        raise ValueError(msg)
+    components = meta.components if meta else 0
+    config = meta.json_config if meta and meta.json_config != "null" else ""
+    return [MeshRecord(raw.step, raw.wall_time, name, part, data, components, config)]
+
+
+SPEC = Kind(KIND, MeshRecord, PLUGIN_NAME, decode)

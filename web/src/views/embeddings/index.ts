@@ -40,6 +40,8 @@ import "./embeddings.css";
 
 const TSNE_ITERATIONS = 500;
 const TSNE_PERPLEXITY = 30;
+const UMAP_EPOCHS = 300;
+const UMAP_NEIGHBORS = 15;
 
 const API = "/api/views/embeddings";
 const PAD = 28;
@@ -63,9 +65,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const dimsSel = h("select", { id: "emb-dims" }, option("2", "2-D"), option("3", "3-D"));
   const methodSel = h(
     "select",
-    { id: "emb-method", title: `PCA: every drawn point, at once. t-SNE: at most ${TSNE_MAX_POINTS.toLocaleString()} points (sampled past that), computed in the page` },
+    { id: "emb-method", title: `PCA: every drawn point, at once. t-SNE and UMAP: at most ${TSNE_MAX_POINTS.toLocaleString()} points (sampled past that), computed in the page` },
     option("pca", "PCA"),
     option("tsne", "t-SNE"),
+    option("umap", "UMAP"),
   );
   const progress = h("progress", { id: "emb-progress", max: "1", value: "0", hidden: "" });
   const resetView = h("button", { type: "button", id: "emb-reset", title: "undo the zoom and pan (wheel: zoom, drag: pan in 2-D)" }, "reset view");
@@ -231,8 +234,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   function drawAxes(g: CanvasRenderingContext2D, w: number, hgt: number, three: boolean): void {
     if (!proj) return;
     const ev = proj.explained_variance;
-    const tsne = methodSel.value === "tsne";
-    const pct = (k: number): string => (tsne ? `t-SNE ${k + 1}` : `PC${k + 1} (${(100 * (ev[k] ?? 0)).toFixed(1)}%)`);
+    const tsne = methodSel.value === "tsne" || methodSel.value === "umap";
+    const pct = (k: number): string => (tsne ? `${methodName()} ${k + 1}` : `PC${k + 1} (${(100 * (ev[k] ?? 0)).toFixed(1)}%)`);
     g.fillStyle = "#555";
     g.font = "11px sans-serif";
     if (!three) {
@@ -428,6 +431,10 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     draw();
   }
 
+  function methodName(): string {
+    return methodSel.value === "umap" ? "UMAP" : "t-SNE";
+  }
+
   async function loadProjection(): Promise<void> {
     const run = runSel.value, tag = tagSel.value, step = stepSel.value;
     if (!run || !tag || step === "") return;
@@ -436,7 +443,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     worker = null;
     progress.hidden = true;
     tooltip.hidden = true; // it described a point of the previous projection
-    const tsne = methodSel.value === "tsne";
+    // t-SNE and UMAP: both run in the page's worker on a capped sample of 50 components
+    const tsne = methodSel.value === "tsne" || methodSel.value === "umap";
+    const name = methodName();
     info.textContent = "computing the projection…";
     let body: ProjectionResponse;
     try {
@@ -484,13 +493,13 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       `${body.features} dims`,
     ];
     if (tsne) {
-      if (body.sampled) parts.push(`t-SNE runs on at most ${TSNE_MAX_POINTS.toLocaleString()} points: a random sample`);
+      if (body.sampled) parts.push(`${name} runs on at most ${TSNE_MAX_POINTS.toLocaleString()} points: a random sample`);
     } else {
       parts.push(varianceText(body.explained_variance));
       if (body.sampled) parts.push(`sampled: ${body.shown.toLocaleString()} points drawn at random, PCA fitted on ${body.fit_points.toLocaleString()}`);
     }
     const summary = parts.join(" · ");
-    info.textContent = tsne ? `${summary} · t-SNE starting…` : summary;
+    info.textContent = tsne ? `${summary} · ${name} starting…` : summary;
     if (tsne) runTsne(body, input, dims, summary);
     problems.textContent = body.problems.join(" ");
     labels = pointLabels(body, Number(labelSel.value));
@@ -501,8 +510,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     await select(pos);
   }
 
-  /** Run t-SNE in a worker; each progress message redraws the layout. */
+  /** Run t-SNE or UMAP (the method chosen) in a worker; each progress message redraws the layout. */
   function runTsne(body: ProjectionResponse, input: number[][], dims: number, summary: string): void {
+    const umap = methodSel.value === "umap";
     const w = new Worker(new URL("./tsne.worker.ts", import.meta.url), { type: "module" });
     worker = w;
     progress.hidden = false;
@@ -515,7 +525,9 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       proj = { ...body, coords: m.coords };
       radius = radiusOf(m.coords);
       progress.value = m.iteration / m.iterations;
-      info.textContent = `${summary} · t-SNE ${m.done ? "done" : "running"}: iteration ${m.iteration} of ${m.iterations} (perplexity ${TSNE_PERPLEXITY})`;
+      info.textContent = umap
+        ? `${summary} · UMAP ${m.done ? "done" : "running"}: epoch ${m.iteration} of ${m.iterations} (${UMAP_NEIGHBORS} neighbours)`
+        : `${summary} · t-SNE ${m.done ? "done" : "running"}: iteration ${m.iteration} of ${m.iterations} (perplexity ${TSNE_PERPLEXITY})`;
       canvas.dataset.tsneIteration = String(m.iteration);
       if (m.done) {
         progress.hidden = true;
@@ -525,11 +537,13 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
       draw();
     };
     w.onerror = (e) => {
-      info.textContent = `t-SNE failed: ${e.message}`;
+      info.textContent = `${umap ? "UMAP" : "t-SNE"} failed: ${e.message}`;
       info.classList.add("error-text");
       progress.hidden = true;
     };
-    const req: TsneRequest = { coords: input, dims, iterations: TSNE_ITERATIONS, perplexity: TSNE_PERPLEXITY, seed: 1 };
+    const req: TsneRequest = umap
+      ? { coords: input, dims, iterations: UMAP_EPOCHS, perplexity: TSNE_PERPLEXITY, seed: 1, method: "umap" }
+      : { coords: input, dims, iterations: TSNE_ITERATIONS, perplexity: TSNE_PERPLEXITY, seed: 1 };
     w.postMessage(req);
   }
 

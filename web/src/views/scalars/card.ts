@@ -205,6 +205,11 @@ export class ScalarCard {
     this.renderDownloads();
   }
 
+  /** Say why the chart is not drawn yet; its first load replaces the text. */
+  waiting(text: string): void {
+    if (this.chart.canvas.dataset.points === undefined) this.info.textContent = text;
+  }
+
   needsLoad(): boolean {
     return !this.loaded;
   }

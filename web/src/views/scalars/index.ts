@@ -99,6 +99,13 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
         if (!next || (position.get(card) ?? 0) < (position.get(next) ?? 0)) next = card;
       }
       const card = next as ScalarCard;
+      // while the server still reads the logdir, only the top chart loads (again at each
+      // new part of the read); the others wait for the read's end, so that their requests
+      // neither slow the read nor hold the queue when the full data comes
+      if (ctx.state.loading && (position.get(card) ?? 0) > 0) {
+        for (const waiting of queue) waiting.waiting("drawn when the logdir is read…");
+        break;
+      }
       queue.delete(card);
       if (!card.visible) {
         void card.load(); // marks it for loading when it comes into view

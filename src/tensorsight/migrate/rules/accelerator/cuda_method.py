@@ -6,7 +6,9 @@ built by a torch call or by a ``nn.Module`` subclass of the project, annotated a
 argument, if any, is a device index (a literal, a name that reads as one, or one the flow
 prepass proves an integer: ``rank`` of an ``mp.spawn`` or RPC target); unsafe otherwise,
 since another object's ``.cuda()`` may not have a ``.to()`` and ``torch.device(type, d)``
-needs an integer ``d``.
+needs an integer ``d``. A receiver holding an RPC result (``rref.rpc_sync().get_model()``,
+a ``RemoteModule``'s ``forward`` output) stays unsafe, since its type is that of a function
+run on another worker, and the row says so.
 
 Example::
 
@@ -17,10 +19,13 @@ Example::
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from tensorsight.migrate._flow import cst_is_index
-from tensorsight.migrate.context import RuleContext
+from tensorsight.migrate._values import is_remote_result
+from tensorsight.migrate.context import RuleContext, code_of
 from tensorsight.migrate.rule import MigrationRule, Need
 from tensorsight.migrate.rules._base import append_arg, keyword
 from tensorsight.migrate.rules.accelerator.tables import INDEX_NAME_HINTS
@@ -81,6 +86,14 @@ class ReplaceCudaMethodRule(MigrationRule):
         new = updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=args)
         known = ctx.is_torch_value(func.value)
         why = "the receiver may not be a tensor or module"
+        if not known and _is_remote(func.value, ctx):
+            verb = "holds" if isinstance(func.value, cst.Name | cst.Attribute) else "is"
+            why = (
+                f"`{code_of(func.value)}` {verb} what a remote call returns, whose type is "
+                "that of a function run on another worker (and an RPC result arrives on the "
+                "CPU unless the backend maps devices): the fix is right when that function "
+                "returns a tensor or module"
+            )
         if known and not plain_index:
             why = "the argument may be a torch.device rather than an index"
         return ctx.fix(
@@ -96,6 +109,20 @@ class ReplaceCudaMethodRule(MigrationRule):
 
 
 _POSITIONAL = ("device", "non_blocking", "memory_format")
+
+
+def _is_remote(node: cst.BaseExpression, ctx: RuleContext) -> bool:
+    """A receiver holding an RPC result (:func:`~tensorsight.migrate._values.is_remote_result`):
+    a name or ``self`` attribute assigned one in this module, or such a call chain itself."""
+    if isinstance(node, cst.Name | cst.Attribute) and code_of(node) in ctx.facts.remote:
+        return True
+    if not isinstance(node, cst.Call | cst.Attribute | cst.Subscript):
+        return False
+    try:
+        expr = ast.parse(code_of(node).strip(), mode="eval").body
+    except SyntaxError:  # a multi-line chain: no advice beyond the plain one
+        return False
+    return is_remote_result(expr, lambda key: key in ctx.facts.remote)
 
 
 def _is_index(node: cst.BaseExpression) -> bool:

@@ -6,7 +6,9 @@ call with a dtype or device variable must not change; it is safe when every assi
 of the name in the file is an integer (``local_rank = int(os.environ["LOCAL_RANK"])``,
 see :mod:`tensorsight.migrate._flow`), also when the name is a parameter of a script's
 function every call of which passes an integer (the ``mp.spawn`` target's first
-parameter is the process index), and for integer arithmetic of such names (``rank * 2``).
+parameter is the process index), for integer arithmetic of such names (``rank * 2``),
+and for an item of a list of such integers (``device_ids[0]`` after ``device_ids =
+list(range(a, b))``).
 
 Example::
 
@@ -21,7 +23,7 @@ import re
 
 import libcst as cst
 
-from tensorsight.migrate._flow import collect_flow, cst_is_index, slot_of
+from tensorsight.migrate._flow import ast_item, collect_flow, cst_is_index, slot_of
 from tensorsight.migrate.context import RuleContext
 from tensorsight.migrate.model import Safety
 from tensorsight.migrate.rule import MigrationRule, Need
@@ -111,8 +113,9 @@ def _has_index_names(text: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return True
-    index = collect_flow(tree).index_slots
-    if not index:
+    flow = collect_flow(tree)
+    index, lists = flow.index_slots, flow.index_list_slots
+    if not index and not lists:
         return False
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -120,20 +123,24 @@ def _has_index_names(text: str) -> bool:
         slots = [k.value for k in node.keywords if k.arg == "device"]
         if isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
             slots.append(node.args[0])
-        if any(_ast_is_index(v, index) for v in slots):
+        if any(_ast_is_index(v, index, lists) for v in slots):
             return True
     return False
 
 
-def _ast_is_index(node: ast.expr, index: frozenset[str]) -> bool:
+def _ast_is_index(
+    node: ast.expr, index: frozenset[str], lists: frozenset[str] = frozenset()
+) -> bool:
     """:func:`~tensorsight.migrate._flow.cst_is_index` on Python's ``ast`` (a superset:
-    any operator, a starred value)."""
+    any operator, a starred value, slots compared by name)."""
     if isinstance(node, ast.Starred):
         node = node.value
     if isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.BinOp):
-        return _ast_is_index(node.left, index) and _ast_is_index(node.right, index)
+        return _ast_is_index(node.left, index, lists) and _ast_is_index(node.right, index, lists)
+    if isinstance(node, ast.Subscript) and (item := ast_item(node)) is not None:
+        return slot_of(item) in lists
     slot = slot_of(node)
     return slot is not None and slot in index
 
@@ -162,10 +169,10 @@ class ReplaceDeviceIndexRule(MigrationRule):
             safety: Safety
             if isinstance(value, cst.Integer):
                 safety = "safe"
-            elif isinstance(value, cst.Name | cst.Attribute | cst.BinaryOperation) and (
-                cst_is_index(value, lambda n: ctx.flow_holds("index", n))
-            ):
-                safety = "safe"  # every value of the name is an integer
+            elif isinstance(
+                value, cst.Name | cst.Attribute | cst.BinaryOperation | cst.Subscript
+            ) and (cst_is_index(value, lambda n: ctx.flow_holds("index", n))):
+                safety = "safe"  # every value of the name is an integer, or of the list
             elif isinstance(value, cst.Name | cst.Attribute) and _looks_like_index(value):
                 safety = "unsafe"
             else:

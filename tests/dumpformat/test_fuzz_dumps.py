@@ -1,6 +1,6 @@
 """Seeded mutation tests of every dump reader: each damaged file reads or gives DumpFormatError.
 
-Seeds are real files: the msprobe dumps in ``tests/capture/data/msprobe`` (``dump.json``
+Seeds are real files: the msprobe dumps in ``tests/dumpformat/data/msprobe`` (``dump.json``
 and its ``.pt`` tensors; ``.npy`` copies of them, as msprobe writes for numpy arrays), the
 MindSpore Dump in ``tests/dumpformat/data/mindspore/fp32`` (execution order, metadata,
 ``.npy`` tensors, their headers mutated as literals) and a tensorsight dump written here
@@ -40,7 +40,7 @@ from tensorsight.errors import DumpFormatError, SchemaVersionError
 torch = pytest.importorskip("torch")
 
 DATA = Path(__file__).parent / "data" / "msprobe"
-MINDSPORE = Path(__file__).parents[1] / "dumpformat" / "data" / "mindspore" / "fp32"
+MINDSPORE = Path(__file__).parent / "data" / "mindspore" / "fp32"
 SEED = 20  # issue 20
 DOCUMENTED = (DumpFormatError, SchemaVersionError)
 HANG_S = 120  # the whole module's watchdog: a hung read ends the run with its traceback
