@@ -52,14 +52,21 @@ class OpPair:
         bench: Bench ops (one, several for a mapped group, none if target-only).
         target: Target ops (likewise).
         how: ``name`` (aligned, same key), ``order`` (same op name inside a shifted block),
-            ``mapping`` (user mapping) or ``unmatched``.
+            ``mapping`` (user mapping), ``value`` / ``structure`` (across frameworks, by
+            value or by position in the module: :mod:`~tensorsight.compare.crossmatch`) or
+            ``unmatched``.
         reason: Why an op is unmatched ("" otherwise).
+        layouts: ``(tensor, axes)`` of rows whose target tensor is compared as
+            ``target.transpose(axes).reshape(bench shape)`` (a transposed weight, NHWC).
+        notes: ``(tensor, why)`` of the bench rows of a paired op left without a counterpart.
     """
 
     bench: tuple[OpRecord, ...]
     target: tuple[OpRecord, ...]
     how: str
     reason: str = ""
+    layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()
 
     @property
     def position(self) -> tuple[int, int]:
