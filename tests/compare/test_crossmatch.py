@@ -120,6 +120,10 @@ def test_planted_bug_is_found_in_its_module(
     assert first is not None, result.summary()
     assert first.module_path == module, (first.key, first.module_path, first.reason)
     assert first.tensor.startswith("output")
+    if bug != "transpose":  # the advisor names the default that differs between frameworks
+        (hint,) = [a for a in result.advice if a.mechanism == "framework-default"]
+        assert ("epsilon" if bug == "eps" else "approximation") in hint.evidence
+        assert "torch vs onnxruntime" in hint.evidence
 
 
 def test_folded_batchnorm_pairs_with_the_conv(tmp_path: Path) -> None:
