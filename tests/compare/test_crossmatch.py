@@ -196,3 +196,63 @@ def test_statistics_alone_pair_and_a_diverged_output_pairs_by_position() -> None
     got = {t.tensor for t in pairs[0].target[0].tensors}
     assert got == {"input.0", "input.1", "output.0"}
     assert pairs[0].how == "structure"
+
+
+MINDSPORE = Path(__file__).parents[1] / "dumpformat" / "data" / "mindspore"
+
+
+def _torch_step_of_the_mindspore_fixture(out: Path) -> Path:
+    """``data/make_mindspore_dump.py``'s training step in PyTorch: the same MLP, weights,
+    input, MSE loss and SGD step (MindSpore's ``Dense`` weight is ``[out, in]`` too)."""
+
+    class MLP(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = torch.nn.Linear(4, 8)
+            self.norm = torch.nn.LayerNorm(8, eps=1e-5)
+            self.act = torch.nn.GELU()
+            self.fc2 = torch.nn.Linear(8, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc2(self.act(self.norm(self.fc1(x))))
+
+    model = MLP()
+    rng = np.random.RandomState(25)
+    params = [model.fc1.weight, model.fc1.bias, model.norm.weight, model.norm.bias,
+              model.fc2.weight, model.fc2.bias]  # fmt: skip
+    with torch.no_grad():
+        for p in params:  # MindSpore's trainable_params() order
+            value = rng.uniform(-0.5, 0.5, tuple(p.shape)).astype(np.float32)
+            if p is model.norm.weight:
+                value = 1.0 + 0.1 * value
+            p.copy_(torch.from_numpy(value))
+    x = torch.from_numpy(rng.randn(2, 4).astype(np.float32))
+    y = torch.from_numpy(rng.randn(2, 3).astype(np.float32))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tensorsight.dump(out, mode="tensor", level="op"):
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    return out
+
+
+def test_mindspore_dump_pairs_with_pytorch_by_value(tmp_path: Path) -> None:
+    """MindSpore's own graph-mode Dump (stored fixtures, MindSpore not needed) against the
+    same step in PyTorch: forward outputs and gradients pair, 0 error rows; the fixture with
+    LayerNorm epsilon 1e-1 diverges first in MLP.norm."""
+    pt = _torch_step_of_the_mindspore_fixture(tmp_path / "pt")
+    result = tensorsight.compare(pt, MINDSPORE / "fp32")
+    assert [r.key for r in result.rows if r.verdict == "error"] == []
+    for direction in ("forward", "backward"):
+        outs = [
+            r
+            for r in result.rows
+            if r.shape_bench is not None
+            and r.direction == direction
+            and r.tensor.startswith(("output", "grad."))
+        ]
+        paired = [r for r in outs if r.match != "unmatched"]
+        assert len(paired) >= 0.9 * len(outs), (direction, len(paired), len(outs))
+    bad = tensorsight.compare(pt, MINDSPORE / "ln_eps")
+    first = bad.first_divergence
+    assert first is not None
+    assert (first.module_path, first.tensor) == ("MLP.norm", "output.0")

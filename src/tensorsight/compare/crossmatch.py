@@ -65,7 +65,12 @@ _EQUAL = 1e-5  # below this, two candidates' distances are rounding and order de
 _MAX_PERMUTED_NDIM = 5  # permutations tried up to this rank (5! = 120)
 
 # framework (the manifest's) -> family: runs of one family share op names
-_FAMILIES = {"torch": "torch", "onnxruntime": "onnx", "onnx.reference": "onnx"}
+_FAMILIES = {
+    "torch": "torch",
+    "onnxruntime": "onnx",
+    "onnx.reference": "onnx",
+    "mindspore": "mindspore",  # MindSpore's own Dump (no manifest: the format's name)
+}
 
 # bench outputs that an inference graph computes inside one node and never exposes:
 # the statistics PyTorch saves for backward (known conversions, see docs/guide)
@@ -394,10 +399,11 @@ def match_across(
     claimed: set[object] = set()  # identities of target tensors matched by value
     for key, ops_b in by_seg_b.items():
         ops_t = by_seg_t.get(key, [])
-        if not ops_t:
+        if key[0] not in directions_t:
             why = _absent_reason(key, directions_t, frameworks[1])
             pairs.extend(OpPair((op,), (), "unmatched", why) for op in ops_b)
             continue
+        # a module the target lacks (or names in a neighbour's scope) still pairs by value
         rows_t = [_Row(op, rec, seq) for seq, op in ops_t for rec in op.tensors]
         groups = _by_value(ops_b, rows_t, matcher, claimed)
         segments.append((key, groups, rows_t, [seq for seq, _ in ops_t]))
@@ -496,13 +502,11 @@ class _Index:
 
 
 def _absent_reason(key: tuple[str, str], directions_t: set[str], framework: str) -> str:
-    direction, seg = key
-    if direction not in directions_t:
-        return (
-            f"The target ({framework}) recorded no {direction} ops (an inference runtime has "
-            "no backward pass); only forward tensors can pair."
-        )
-    return f"The target ({framework}) has no ops in {seg or 'the root'} ({direction})."
+    direction, _ = key
+    return (
+        f"The target ({framework}) recorded no {direction} ops (an inference runtime has "
+        "no backward pass); only forward tensors can pair."
+    )
 
 
 def _by_value(
@@ -572,6 +576,8 @@ def _fallback(
         for rec in g.bench.inputs:
             if rec.tensor in g.hits or (g.bench.index, rec.tensor) not in produced:
                 continue
+            if g.bench.direction != "forward":  # gradient kernels take other inputs
+                break
             n = math.prod(rec.shape)
             spare = next((x for x in free_in if x.numel == n), None)
             if spare is not None:
@@ -638,7 +644,8 @@ def _why_unmatched(op: OpRecord, rec: TensorRecord | None, segment: str, is_prod
     if rec is not None and _saved_statistic(op.op, rec.tensor):
         return (
             f"{op.op} {rec.tensor} is a statistic PyTorch saves for the backward pass (mean, "
-            "1/std); an inference graph computes it inside one node and does not expose it."
+            "1/std); an inference graph computes it inside one node and does not expose it, "
+            "and other frameworks may keep another form (MindSpore's LayerNorm: the variance)."
         )
     what = f"{rec.tensor} {rec.shape}" if rec is not None else f"any tensor of {op.op}"
     why = (

@@ -237,8 +237,9 @@ def match_ops(
     if formats is not None and formats[0] != formats[1] and "mindspore" in formats:
         msg = (
             f"Dumps ({formats[0]} vs {formats[1]}): a MindSpore Dump pairs only with another "
-            "MindSpore Dump so far; its kernels do not map one to one to other formats' ops. "
-            "Expected two MindSpore Dumps."
+            "MindSpore Dump or, by value, with a tensorsight dump of PyTorch given without "
+            "a mapping; its kernels do not map one to one to other formats' ops. Expected "
+            "two MindSpore Dumps, or a PyTorch dump and no --mapping."
         )
         raise CompareError(msg)
     rules = _rules(formats)
