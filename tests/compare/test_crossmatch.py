@@ -80,6 +80,14 @@ def test_every_unmatched_tensor_says_why(runs, name: str) -> None:
             assert "missing on the" not in r.reason, r.key
 
 
+def test_summary_lists_no_paired_op_as_one_sided(runs) -> None:
+    """native_layer_norm is paired; only its saved statistics are alone: not "only in bench"."""
+    pt, ox, _ = runs["mlp"]
+    text = tensorsight.compare(pt, ox).summary()
+    assert "native_layer_norm.default only in bench" not in text
+    assert "unmatched 2" in text
+
+
 def test_chain_and_layouts_pair_with_the_last_output(runs) -> None:
     """GELU is five ONNX nodes at opset 18: the chain's last output pairs with aten.gelu;
     a Linear's weight [out, in] pairs with PyTorch's transposed copy."""
