@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 import tensorsight  # noqa: E402
 from tensorsight.compare.crossmatch import (  # noqa: E402
     _layouts,
+    convert,
     is_cross_framework,
     match_across,
 )
@@ -171,6 +172,13 @@ def test_frameworks_come_from_the_manifests(runs) -> None:
     assert not is_cross_framework("onnxruntime", "onnx.reference")
 
 
+def test_known_conversion_of_a_variance() -> None:
+    var = np.array([[3.0], [0.25]])
+    np.testing.assert_allclose(convert(var, ("rstd_from_var", 1.0)), [[0.5], [1 / 1.25**0.5]])
+    with pytest.raises(ValueError, match="unknown"):
+        convert(var, ("cube", 0.0))
+
+
 def test_layouts_of_shapes() -> None:
     assert _layouts((3, 4), (3, 4)) == [(0, 1)]
     assert _layouts((3, 4), (4, 3)) == [(1, 0)]
@@ -260,6 +268,14 @@ def test_mindspore_dump_pairs_with_pytorch_by_value(tmp_path: Path) -> None:
         ]
         paired = [r for r in outs if r.match != "unmatched"]
         assert len(paired) >= 0.9 * len(outs), (direction, len(paired), len(outs))
+    # a known conversion: PyTorch saves 1/std where MindSpore's LayerNorm outputs the variance
+    rstd = next(
+        r
+        for r in result.rows
+        if r.op == "aten.native_layer_norm.default" and r.tensor == "output.2"
+    )
+    assert (rstd.match, rstd.verdict) == ("value", "pass")
+    assert "1/sqrt(var + 1e-05)" in rstd.reason
     bad = tensorsight.compare(pt, MINDSPORE / "ln_eps")
     first = bad.first_divergence
     assert first is not None

@@ -35,6 +35,7 @@ per side pairs in well under a second; nothing compares every tensor with every 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +49,7 @@ from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 __all__ = [
     "SAMPLES",
     "VALUE_TOLERANCE",
+    "convert",
     "framework_family",
     "is_cross_framework",
     "match_across",
@@ -82,6 +84,35 @@ _SAVED_FOR_BACKWARD = {
     "native_group_norm": ("output.1", "output.2"),
     "_scaled_dot_product_flash_attention_for_cpu": ("output.1",),
 }
+
+
+# known conversions: (bench op base name, tensor) -> the target form it may be kept in
+# (MindSpore's LayerNorm outputs the variance where PyTorch saves 1/std)
+_CONVERSIONS = {("native_layer_norm", "output.2"): "rstd_from_var"}
+
+
+def convert(values: np.ndarray, conversion: tuple[str, float]) -> np.ndarray:
+    """A target tensor in the bench's form: ``("rstd_from_var", eps)`` -> ``1/sqrt(v + eps)``.
+
+    Example:
+        >>> convert(np.array([3.0]), ("rstd_from_var", 1.0)).tolist()
+        [0.5]
+    """
+    kind, eps = conversion
+    if kind != "rstd_from_var":
+        msg = f"Conversion {kind!r}: unknown. Expected one of {sorted(set(_CONVERSIONS.values()))}."
+        raise ValueError(msg)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1.0 / np.sqrt(np.asarray(values, dtype=np.float64) + eps)
+
+
+def _eps(op: OpRecord) -> float:
+    """The ``eps`` argument of a norm op (its ``args``), PyTorch's default 1e-5 without it."""
+    try:
+        value = json.loads(op.args or "{}").get("eps", 1e-5)
+    except (ValueError, AttributeError):
+        return 1e-5
+    return float(value) if isinstance(value, (int, float)) else 1e-5
 
 
 def framework_family(framework: str | None) -> str | None:
@@ -260,6 +291,7 @@ class _Hit:
     target: _Row
     distance: float
     layout: tuple[int, ...] | None  # None: the shapes are equal and the layout is plain
+    conversion: tuple[str, float] | None = None  # a known conversion (see _CONVERSIONS)
 
 
 class _Matcher:
@@ -435,6 +467,7 @@ def match_across(
             g.ops = {h.target.seq for h in g.hits.values() if h.target.is_output}
             if not g.ops:
                 g.ops = {h.target.seq for h in g.hits.values()}
+        _converted(groups, rows_t, matcher)
         _fallback(groups, rows_t, claimed, produced)
         _absorb(groups, seqs)
         for g in groups:
@@ -588,6 +621,35 @@ def _fallback(
         anchors[k] = min(g.ops)
 
 
+def _converted(groups: list[_Group], rows_t: Sequence[_Row], m: _Matcher) -> None:
+    """Known conversions: a bench tensor the target keeps in another form (var for 1/std),
+    looked for among the outputs of the target ops the group already holds."""
+    for g in groups:
+        parts = g.bench.op.split(".")
+        base = parts[1] if len(parts) > 1 else g.bench.op
+        for rec in g.bench.outputs:
+            kind = _CONVERSIONS.get((base, rec.tensor))
+            if kind is None or rec.tensor in g.hits:
+                continue
+            bench = m.pb.array(rec)
+            if bench is None:
+                continue
+            conversion = (kind, _eps(g.bench))
+            ref = np.asarray(bench, dtype=np.float64).reshape(-1)
+            scale = max(float(np.max(np.abs(ref), initial=0.0)), 1e-30)
+            for r in rows_t:
+                if not r.is_output or r.seq not in g.ops or r.numel != ref.size:
+                    continue
+                arr = m.pt.array(r.rec)
+                if arr is None or arr.dtype.kind != "f":
+                    continue
+                got = convert(arr, conversion).reshape(-1)
+                if float(np.max(np.abs(got - ref), initial=0.0)) / scale <= VALUE_TOLERANCE:
+                    g.hits[rec.tensor] = _Hit(r, 0.0, _plain(rec, r.rec), conversion)
+                    g.how[rec.tensor] = "value"
+                    break
+
+
 def _plain(b: TensorRecord, t: TensorRecord) -> tuple[int, ...] | None:
     return None if b.shape == t.shape else _layouts(b.shape, t.shape)[0]
 
@@ -630,13 +692,16 @@ def _pair_of(
     synthetic = OpRecord(anchor.index, name, anchor.direction, anchor.module_path, tensors)
     rest = tuple(op for op in members if op.index != anchor.index)
     layouts = tuple((n, h.layout) for n, h in g.hits.items() if h.layout is not None)
+    conversions = tuple((n, h.conversion) for n, h in g.hits.items() if h.conversion)
     notes = tuple(
         (rec.tensor, _why_unmatched(b, rec, segment, (b.index, rec.tensor) in produced))
         for rec in b.tensors
         if rec.tensor not in g.hits
     )
     how = "value" if all(v == "value" for v in g.how.values()) else "structure"
-    return OpPair((b,), (synthetic, *rest), how, layouts=layouts, notes=notes)
+    return OpPair(
+        (b,), (synthetic, *rest), how, layouts=layouts, notes=notes, conversions=conversions
+    )
 
 
 def _why_unmatched(op: OpRecord, rec: TensorRecord | None, segment: str, is_produced: bool) -> str:

@@ -29,7 +29,7 @@ from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
-from tensorsight.compare.crossmatch import is_cross_framework, match_across
+from tensorsight.compare.crossmatch import convert, is_cross_framework, match_across
 from tensorsight.compare.flow import Origins
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
@@ -74,6 +74,7 @@ class _Job:
     target: TensorRecord | None
     name: str
     layout: tuple[int, ...] | None = None  # target.transpose(layout).reshape(bench shape)
+    conversion: tuple[str, float] | None = None  # a known conversion (crossmatch.convert)
 
 
 def _open(d: str | os.PathLike[str] | Dump) -> Dump:
@@ -416,14 +417,15 @@ def _jobs_of(pair: OpPair) -> list[_Job]:
         return jobs
     b_op = pair.bench[0] if pair.bench else None
     t_op = pair.target[0] if pair.target else None
-    layouts = dict(pair.layouts)
+    layouts, conversions = dict(pair.layouts), dict(pair.conversions)
     jobs = []
     for role in ("input", "output"):
         b_rows = _rows(b_op, role)
         t_rows = _rows(t_op, role)
         names = list(dict.fromkeys([*b_rows, *t_rows]))
         jobs.extend(
-            _Job(pair, role, b_rows.get(n), t_rows.get(n), n, layouts.get(n)) for n in names
+            _Job(pair, role, b_rows.get(n), t_rows.get(n), n, layouts.get(n), conversions.get(n))
+            for n in names
         )
     return jobs
 
@@ -502,6 +504,11 @@ def _compare_rank(
                 if job.layout is not None and out[k].shape_target is not None:
                     note = f" Target {out[k].shape_target} read as transpose{job.layout}"
                     out[k] = out[k].evolve(reason=f"{out[k].reason}{note} in the bench's shape.")
+                if job.conversion is not None:
+                    note = (
+                        f" Target read as 1/sqrt(var + {job.conversion[1]:g}) (a known conversion)."
+                    )
+                    out[k] = out[k].evolve(reason=f"{out[k].reason}{note}")
                 k += 1
     return out
 
@@ -623,7 +630,7 @@ class _Measure:
             return new_row(**row)
         if b.data is not None and t.data is not None:
             row["mode"] = "tensor"
-            row.update(self._tensor(b, t, job.layout))
+            row.update(self._tensor(b, t, job.layout, job.conversion))
             return new_row(**row)
         eq = compare_fingerprints(b.fingerprint, t.fingerprint)
         if b.stats is not None and t.stats is not None:
@@ -639,19 +646,27 @@ class _Measure:
         return new_row(**row)
 
     def _tensor(
-        self, b: TensorRecord, t: TensorRecord, axes: tuple[int, ...] | None = None
+        self,
+        b: TensorRecord,
+        t: TensorRecord,
+        axes: tuple[int, ...] | None = None,
+        conversion: tuple[str, float] | None = None,
     ) -> dict[str, Any]:
         if b.shape != t.shape and (axes is None or math.prod(b.shape) != math.prod(t.shape)):
             return {}
-        key = (f"{b.data}|{b.dtype}", f"{t.data}|{t.dtype}|{axes}")
+        key = (f"{b.data}|{b.dtype}", f"{t.data}|{t.dtype}|{axes}|{conversion}")
         values = self.cache.get(key)
         if values is None:
-            values = self._measure(b, t, axes)
+            values = self._measure(b, t, axes, conversion)
             self.cache[key] = values
         return values
 
     def _load(
-        self, b: TensorRecord, t: TensorRecord, axes: tuple[int, ...] | None = None
+        self,
+        b: TensorRecord,
+        t: TensorRecord,
+        axes: tuple[int, ...] | None = None,
+        conversion: tuple[str, float] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         try:
             yb, xt = self.bs.load(b), self.ts.load(t)
@@ -660,12 +675,18 @@ class _Measure:
             raise CompareError(msg) from exc
         if axes is not None:  # a transposed weight, NHWC, or [B*T, n] vs [B, T, n]
             xt = np.ascontiguousarray(np.transpose(xt, axes)).reshape(yb.shape)
+        if conversion is not None:  # the target keeps another form (var for 1/std)
+            xt = convert(xt, conversion).astype(xt.dtype).reshape(yb.shape)
         return yb, xt
 
     def _measure(
-        self, b: TensorRecord, t: TensorRecord, axes: tuple[int, ...] | None = None
+        self,
+        b: TensorRecord,
+        t: TensorRecord,
+        axes: tuple[int, ...] | None = None,
+        conversion: tuple[str, float] | None = None,
     ) -> dict[str, Any]:
-        yb, xt = self._load(b, t, axes)
+        yb, xt = self._load(b, t, axes, conversion)
         rb = _range(b, yb)
         rt = _range(t, xt)
         pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)

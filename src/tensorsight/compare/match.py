@@ -59,6 +59,9 @@ class OpPair:
         layouts: ``(tensor, axes)`` of rows whose target tensor is compared as
             ``target.transpose(axes).reshape(bench shape)`` (a transposed weight, NHWC).
         notes: ``(tensor, why)`` of the bench rows of a paired op left without a counterpart.
+        conversions: ``(tensor, (kind, parameter))`` of rows whose target tensor is kept in
+            another form and converted before comparing (``("rstd_from_var", eps)``:
+            :func:`~tensorsight.compare.crossmatch.convert`).
     """
 
     bench: tuple[OpRecord, ...]
@@ -67,6 +70,7 @@ class OpPair:
     reason: str = ""
     layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
+    conversions: tuple[tuple[str, tuple[str, float]], ...] = ()
 
     @property
     def position(self) -> tuple[int, int]:
