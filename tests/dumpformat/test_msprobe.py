@@ -65,10 +65,36 @@ def test_tensor_task_loads_pt_files_safely(msprobe_data):
     assert "Functional.linear.0.forward" in text
 
 
-def _write(folder, data, tensors=None):
+def test_mindspore_dump_gets_dtypes_and_cell_paths(tmp_path):
+    """msprobe's MindSpore dumps: ``Float32``-style dtypes, ``Cell.`` module paths (the
+    entries are written as msprobe's MindSpore PrecisionDebugger lays them out)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ids = np.array([1, 2], dtype=np.int64)
+    _write(
+        tmp_path / "ms",
+        {
+            "Cell.fc1.Dense.forward.0": {
+                "input_args": [_t("a.npy", x, "Float32")],
+                "output": [_t("b.npy", x, "BFloat16")],
+            },
+            "Functional.gather.0.forward": {"input_args": [_t("c.npy", ids, "Int64")]},
+        },
+        {"a.npy": x, "b.npy": x, "c.npy": ids},
+        framework="mindspore",
+    )
+    step = read_dump(tmp_path / "ms").step()
+    by_op = {o.op: o for o in step.ops}
+    cell = by_op["Cell.fc1.Dense.forward.0"]
+    assert cell.module_path == "fc1"
+    assert [t.dtype for t in cell.tensors] == ["float32", "bfloat16"]
+    assert by_op["Functional.gather.0.forward"].tensors[0].dtype == "int64"
+    np.testing.assert_array_equal(step.load(step.rows[0]), x)
+
+
+def _write(folder, data, tensors=None, framework="pytorch"):
     folder.mkdir(parents=True)
     (folder / "dump.json").write_text(
-        json.dumps({"task": "tensor", "level": "L1", "framework": "pytorch", "data": data})
+        json.dumps({"task": "tensor", "level": "L1", "framework": framework, "data": data})
     )
     if tensors:
         (folder / "dump_tensor_data").mkdir()
@@ -157,6 +183,9 @@ def test_corrupt_dump_json(tmp_path):
         ("Module.2.Linear.parameters_grad.0", "2"),
         ("Module.encoder.attn.MultiheadAttention.backward.3", "encoder.attn"),
         ("Functional.linear.0.forward", ""),
+        ("Cell.fc1.Dense.forward.0", "fc1"),  # msprobe's MindSpore dumps
+        ("Cell.blocks.0.attn.MultiHeadAttention.backward.1", "blocks.0.attn"),
+        ("Cell.fc2.Dense.parameters_grad", "fc2"),
         (None, ""),
     ],
 )

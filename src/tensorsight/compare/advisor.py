@@ -21,7 +21,11 @@ Each check reads finished rows (nothing is recomputed) and returns an
 * ``accumulation-order``: the same evidence when those settings differ (the sentence names
   the difference, e.g. ``num_threads 1 vs 2``) or are unknown (msprobe dumps have no
   manifest), or, with no first divergence, same-dtype errors of order ``sqrt(K) * u``
-  (summation order differs: harmless).
+  (summation order differs: harmless);
+* ``framework-default``: the first divergence is an op whose defaults differ between
+  frameworks (a norm's epsilon, BatchNorm's momentum, GELU's approximation, float32 matmul
+  precision) and the manifests name different frameworks: the sentence lists the defaults to
+  check.
 """
 
 from __future__ import annotations
@@ -69,6 +73,45 @@ def settings_differences(
     return tuple(out)
 
 
+# op-name fragments (either side's, lower case) -> the defaults that differ between frameworks
+_DEFAULTS = (
+    (("layer_norm", "layernorm"), "the epsilon (PyTorch and ONNX 1e-5, Keras 1e-3)"),
+    (
+        ("batch_norm", "batchnorm"),
+        "the epsilon (PyTorch and ONNX 1e-5, Keras 1e-3) and the momentum convention (PyTorch "
+        "weighs the new batch by 0.1, ONNX, Keras and MindSpore keep 0.9 or 0.99 of the old "
+        "running value)",
+    ),
+    (
+        ("gelu",),
+        "the approximation (exact erf or tanh: PyTorch's approximate='none' or 'tanh', "
+        "ONNX Gelu's approximate attribute)",
+    ),
+    (
+        ("mm.", "addmm", "matmul", "gemm", "linear", "conv"),
+        "the float32 matmul precision (TF32 or bfloat16 passes, torch."
+        "get_float32_matmul_precision, TensorFlow's TF32 default on Ampere and later GPUs)",
+    ),
+)
+
+
+def _framework_default(
+    row: OpComparison, pos: int, settings: tuple[str, ...] | None
+) -> list[Advice]:
+    frameworks = next((s for s in settings or () if s.startswith("framework ")), None)
+    if frameworks is None or row.verdict != "error" or not row.tensor.startswith("output"):
+        return []
+    names = f"{row.op} {row.op_target or ''}".lower()
+    hint = next((h for keys, h in _DEFAULTS if any(k in names for k in keys)), None)
+    if hint is None:
+        return []
+    ev = (
+        f"{_where(row)} is the first op to add error and the runs come from different "
+        f"frameworks ({frameworks.removeprefix('framework ')}): check {hint} on both sides."
+    )
+    return [Advice("framework-default", ev, pos)]
+
+
 def advise(
     rows: Sequence[OpComparison],
     first: int | None,
@@ -90,6 +133,7 @@ def advise(
         out.extend(_layout(row, first))
         out.extend(_scale_shift(row, first))
         out.extend(_cancellation(row, first))
+        out.extend(_framework_default(row, first, settings))
     out.extend(_inputs_differ(rows))
     same_inputs = _same_inputs(rows, settings)
     out.extend(same_inputs)

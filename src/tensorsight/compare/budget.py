@@ -527,12 +527,19 @@ class Profile(Protocol):
         ...
 
 
+# ``match`` values of pairs made across frameworks by value or position (crossmatch.py)
+CROSS_MATCHES = ("value", "structure")
+
+
 def _structural(row: OpComparison) -> Verdict | None:
     """Verdicts that need no budget: unmatched, shapes, NaN/Inf, empty, fingerprints."""
     if row.match == "unmatched":
         return Verdict("warning", row.reason or "No matching tensor on the other side.")
     if row.shape_bench is not None and row.shape_target is not None:
-        if row.shape_bench != row.shape_target:
+        # across frameworks the pairing chose a layout (a transposed weight, a reshape) and
+        # the engine measured the target in the bench's shape (compare/crossmatch.py)
+        relaid = row.match in CROSS_MATCHES and _numel(row.shape_bench) == _numel(row.shape_target)
+        if row.shape_bench != row.shape_target and not relaid:
             return Verdict(
                 "error", f"Shapes differ: bench {row.shape_bench}, target {row.shape_target}."
             )

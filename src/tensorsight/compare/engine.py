@@ -30,6 +30,7 @@ from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
+from tensorsight.compare.crossmatch import convert, is_cross_framework, match_across
 from tensorsight.compare.flow import Origins
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
 from tensorsight.compare.metrics import (
@@ -74,6 +75,8 @@ class _Job:
     bench: TensorRecord | None
     target: TensorRecord | None
     name: str
+    layout: tuple[int, ...] | None = None  # target.transpose(layout).reshape(bench shape)
+    conversion: tuple[str, float] | None = None  # a known conversion (crossmatch.convert)
 
 
 def _open(d: str | os.PathLike[str] | Dump) -> Dump:
@@ -416,12 +419,16 @@ def _jobs_of(pair: OpPair) -> list[_Job]:
         return jobs
     b_op = pair.bench[0] if pair.bench else None
     t_op = pair.target[0] if pair.target else None
+    layouts, conversions = dict(pair.layouts), dict(pair.conversions)
     jobs = []
     for role in ("input", "output"):
         b_rows = _rows(b_op, role)
         t_rows = _rows(t_op, role)
         names = list(dict.fromkeys([*b_rows, *t_rows]))
-        jobs.extend(_Job(pair, role, b_rows.get(n), t_rows.get(n), n) for n in names)
+        jobs.extend(
+            _Job(pair, role, b_rows.get(n), t_rows.get(n), n, layouts.get(n), conversions.get(n))
+            for n in names
+        )
     return jobs
 
 
@@ -441,8 +448,16 @@ def _compare_rank(
     pool: ThreadPoolExecutor,
     counter: _Counter,
     formats: tuple[str, str] | None = None,
+    frameworks: tuple[str, str] | None = None,
 ) -> list[OpComparison]:
-    pairs = match_ops(bs.ops, ts.ops, maps, formats=formats)
+    cross = frameworks is not None and not maps and is_cross_framework(*frameworks)
+    if cross:  # names do not map across frameworks: values do (compare/crossmatch.py)
+        assert frameworks is not None
+        pairs = match_across(
+            bs.ops, ts.ops, frameworks=frameworks, load_bench=bs.load, load_target=ts.load
+        )
+    else:
+        pairs = match_ops(bs.ops, ts.ops, maps, formats=formats)
     jobs = [j for p in pairs for j in _jobs_of(p)]
     cache: dict[tuple[str, str], dict[str, Any]] = {}
     measure = _Measure(bs, ts, keys, cache)
@@ -451,6 +466,9 @@ def _compare_rank(
     def judge_state() -> JudgeState:
         # the data flow and replays of both dumps; built while the pool measures (the
         # threads spend much of their time in the C kernel, without the GIL)
+        if cross:  # the target's edges between its groups (renamed after the bench rows)
+            grouped = tuple(p.target[0] for p in pairs if p.bench and p.target)
+            return JudgeState(origin=Origins(bs.ops, grouped, _mates(pairs)))
         return JudgeState(
             origin=Origins(bs.ops, ts.ops, _mates(pairs)),
             reproduce=Reproducer(bs, ts, {op.index: op for op in bs.ops}),
@@ -485,6 +503,19 @@ def _compare_rank(
         judged[i] = [*judged_in, *judged_out]
     out: list[OpComparison] = [r for i, _ in groups for r in judged[i]]
     measure.resolve_layout(out)
+    if cross and len(out) == len(jobs):  # say which target tensors were read relaid
+        k = 0
+        for i, j in groups:
+            for job in jobs[i:j]:
+                if job.layout is not None and out[k].shape_target is not None:
+                    note = f" Target {out[k].shape_target} read as transpose{job.layout}"
+                    out[k] = out[k].evolve(reason=f"{out[k].reason}{note} in the bench's shape.")
+                if job.conversion is not None:
+                    note = (
+                        f" Target read as 1/sqrt(var + {job.conversion[1]:g}) (a known conversion)."
+                    )
+                    out[k] = out[k].evolve(reason=f"{out[k].reason}{note}")
+                k += 1
     return out
 
 
@@ -600,12 +631,16 @@ class _Measure:
         # frozen __init__ was a fifth of the measuring threads' Python)
         if b is None or t is None:
             side = "bench" if b is None else "target"
-            reason = job.pair.reason or f"Tensor {job.name} missing on the {side} side."
+            reason = (
+                dict(job.pair.notes).get(job.name)
+                or job.pair.reason
+                or f"Tensor {job.name} missing on the {side} side."
+            )
             row.update(match="unmatched", reason=reason, mode="none")
             return new_row(**row)
         if b.data is not None and t.data is not None:
             row["mode"] = "tensor"
-            row.update(self._tensor(b, t))
+            row.update(self._tensor(b, t, job.layout, job.conversion))
             return new_row(**row)
         eq = compare_fingerprints(b.fingerprint, t.fingerprint)
         if b.stats is not None and t.stats is not None:
@@ -620,25 +655,48 @@ class _Measure:
         row.update(mode="none", reason="Neither tensors, statistics nor fingerprints.")
         return new_row(**row)
 
-    def _tensor(self, b: TensorRecord, t: TensorRecord) -> dict[str, Any]:
-        if b.shape != t.shape:
+    def _tensor(
+        self,
+        b: TensorRecord,
+        t: TensorRecord,
+        axes: tuple[int, ...] | None = None,
+        conversion: tuple[str, float] | None = None,
+    ) -> dict[str, Any]:
+        if b.shape != t.shape and (axes is None or math.prod(b.shape) != math.prod(t.shape)):
             return {}
-        key = (f"{b.data}|{b.dtype}", f"{t.data}|{t.dtype}")
+        key = (f"{b.data}|{b.dtype}", f"{t.data}|{t.dtype}|{axes}|{conversion}")
         values = self.cache.get(key)
         if values is None:
-            values = self._measure(b, t)
+            values = self._measure(b, t, axes, conversion)
             self.cache[key] = values
         return values
 
-    def _load(self, b: TensorRecord, t: TensorRecord) -> tuple[np.ndarray, np.ndarray]:
+    def _load(
+        self,
+        b: TensorRecord,
+        t: TensorRecord,
+        axes: tuple[int, ...] | None = None,
+        conversion: tuple[str, float] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         try:
-            return self.bs.load(b), self.ts.load(t)
+            yb, xt = self.bs.load(b), self.ts.load(t)
         except (OSError, ValueError) as exc:
             msg = f"Tensor {b.name!r}: cannot be loaded ({exc}). Expected a readable dump."
             raise CompareError(msg) from exc
+        if axes is not None:  # a transposed weight, NHWC, or [B*T, n] vs [B, T, n]
+            xt = np.ascontiguousarray(np.transpose(xt, axes)).reshape(yb.shape)
+        if conversion is not None:  # the target keeps another form (var for 1/std)
+            xt = convert(xt, conversion).astype(xt.dtype).reshape(yb.shape)
+        return yb, xt
 
-    def _measure(self, b: TensorRecord, t: TensorRecord) -> dict[str, Any]:
-        yb, xt = self._load(b, t)
+    def _measure(
+        self,
+        b: TensorRecord,
+        t: TensorRecord,
+        axes: tuple[int, ...] | None = None,
+        conversion: tuple[str, float] | None = None,
+    ) -> dict[str, Any]:
+        yb, xt = self._load(b, t, axes, conversion)
         rb = _range(b, yb)
         rt = _range(t, xt)
         pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)

@@ -52,14 +52,25 @@ class OpPair:
         bench: Bench ops (one, several for a mapped group, none if target-only).
         target: Target ops (likewise).
         how: ``name`` (aligned, same key), ``order`` (same op name inside a shifted block),
-            ``mapping`` (user mapping) or ``unmatched``.
+            ``mapping`` (user mapping), ``value`` / ``structure`` (across frameworks, by
+            value or by position in the module: :mod:`~tensorsight.compare.crossmatch`) or
+            ``unmatched``.
         reason: Why an op is unmatched ("" otherwise).
+        layouts: ``(tensor, axes)`` of rows whose target tensor is compared as
+            ``target.transpose(axes).reshape(bench shape)`` (a transposed weight, NHWC).
+        notes: ``(tensor, why)`` of the bench rows of a paired op left without a counterpart.
+        conversions: ``(tensor, (kind, parameter))`` of rows whose target tensor is kept in
+            another form and converted before comparing (``("rstd_from_var", eps)``:
+            :func:`~tensorsight.compare.crossmatch.convert`).
     """
 
     bench: tuple[OpRecord, ...]
     target: tuple[OpRecord, ...]
     how: str
     reason: str = ""
+    layouts: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()
+    conversions: tuple[tuple[str, tuple[str, float]], ...] = ()
 
     @property
     def position(self) -> tuple[int, int]:
@@ -230,8 +241,9 @@ def match_ops(
     if formats is not None and formats[0] != formats[1] and "mindspore" in formats:
         msg = (
             f"Dumps ({formats[0]} vs {formats[1]}): a MindSpore Dump pairs only with another "
-            "MindSpore Dump so far; its kernels do not map one to one to other formats' ops. "
-            "Expected two MindSpore Dumps."
+            "MindSpore Dump or, by value, with a tensorsight dump of PyTorch given without "
+            "a mapping; its kernels do not map one to one to other formats' ops. Expected "
+            "two MindSpore Dumps, or a PyTorch dump and no --mapping."
         )
         raise CompareError(msg)
     rules = _rules(formats)

@@ -113,8 +113,9 @@ def compare_pair(task: PairTask, progress: Callable[[int, int], None] | None = N
     try:
         with ThreadPoolExecutor(max_workers=max(1, task.jobs)) as pool:
             rows = _compare_rank(
-                bs, ts, task.metrics, prof, task.mapping, pool, counter, (bd.format, td.format)
-            )
+                bs, ts, task.metrics, prof, task.mapping, pool, counter,
+                (bd.format, td.format), (_framework(bd, task.rank), _framework(td, task.rank)),
+            )  # fmt: skip
     finally:
         bs.close()
         ts.close()
@@ -124,6 +125,12 @@ def compare_pair(task: PairTask, progress: Callable[[int, int], None] | None = N
     for r in judged:
         counts[r.verdict] += 1
     return PairResult(task.rank, judged, _first_divergence(judged), counts, gaps)
+
+
+def _framework(d: Dump, rank: int) -> str:
+    """The framework that made the rank's dump (the manifest's; else the format's name)."""
+    m = d.manifest(rank)
+    return m.framework if m is not None else d.format
 
 
 def _open_rank(root: str, rank: int) -> Dump:

@@ -16,6 +16,12 @@ Each tensor is ``{"type": "torch.Tensor", "dtype", "shape", "Max", "Min", "Mean"
 digits) or ``"data_name"`` (task tensor). Row names stay msprobe's:
 ``Functional.linear.0.forward.output.0``. msprobe counts no NaN/Inf: the reader sets each
 count to 1 when min/max/mean shows one (a flag, not a count).
+
+msprobe's MindSpore dumps (``"framework": "mindspore"``) have the same layout; their cells
+are ``Cell.<path>.<Class>.forward.<n>`` (``Cell.fc1.Dense.forward.0``: module path ``fc1``,
+like PyTorch's ``Module.``) and their dtypes MindSpore's names (``Float32``, ``BFloat16``,
+``Int64``, ``Bool``), read as tensorsight's (``float32``, ``bfloat16``, ``int64``,
+``bool``).
 """
 
 from __future__ import annotations
@@ -34,12 +40,12 @@ from tensorsight.dumpformat.reader import RawTensor
 from tensorsight.dumpformat.schema import TensorRecord, TensorStats
 from tensorsight.errors import DumpFormatError
 
-__all__ = ["MsprobeStep", "module_path_of", "msprobe_layout"]
+__all__ = ["MsprobeStep", "dtype_name", "module_path_of", "msprobe_layout"]
 
 _STEP = re.compile(r"step(\d+)")
 _RANK = re.compile(r"rank(\d*)|proc(\d+)")
 _SAFE_FILE = re.compile(r"[A-Za-z0-9_.\-]+\.(pt|npy)")
-_MODULE = re.compile(r"Module\.(.+)\.[^.]+\.(forward|backward|parameters_grad)(\.\d+)?")
+_MODULE = re.compile(r"(?:Module|Cell)\.(.+)\.[^.]+\.(forward|backward|parameters_grad)(\.\d+)?")
 
 
 def _rank_dirs(step_dir: Path) -> dict[int, Path]:
@@ -74,11 +80,24 @@ def msprobe_layout(root: Path) -> dict[int, dict[int, Path]]:
 
 
 def module_path_of(name: str | None) -> str:
-    """``Module.layers.0.Linear.forward.0`` -> ``layers.0``; other names -> ``""``."""
+    """``Module.layers.0.Linear.forward.0`` (MindSpore: ``Cell.layers.0.Dense.forward.0``)
+    -> ``layers.0``; other names -> ``""``."""
     if not name:
         return ""
     m = _MODULE.fullmatch(name)
     return m.group(1) if m else ""
+
+
+def dtype_name(dtype: str) -> str:
+    """An msprobe dtype as tensorsight names it: ``torch.float32``, MindSpore's ``Float32``
+    and ``mindspore.float32`` -> ``float32``; ``BFloat16`` -> ``bfloat16``.
+
+    Example:
+        >>> [dtype_name(d) for d in ("torch.bfloat16", "Float32", "BFloat16", "Int64", "Bool")]
+        ['bfloat16', 'float32', 'bfloat16', 'int64', 'bool']
+    """
+    name = dtype.removeprefix("torch.").removeprefix("mindspore.")
+    return name.lower() if name[:1].isupper() else name
 
 
 def _direction(name: str) -> str:
@@ -180,7 +199,7 @@ def _row(
     index: int, name: str, path: str, tname: str, t: dict[str, Any], source: str, where: str
 ) -> TensorRecord:
     """One tensor of an entry as a row, every field checked against msprobe's schema."""
-    dtype = _check.req_str(source, f"{where}.dtype", t["dtype"]).removeprefix("torch.")
+    dtype = dtype_name(_check.req_str(source, f"{where}.dtype", t["dtype"]))
     device = _check.opt_str(source, f"{where}.device", t.get("device"))
     return TensorRecord(
         index=index,

@@ -37,8 +37,22 @@ def unmatched_groups(comparison: Comparison) -> list[tuple[str, str, int]]:
     """
     calls: Counter[tuple[str, str]] = Counter()
     seen: set[tuple[int, str, str, int | None]] = set()
+    # an op with a paired tensor is on both sides (a statistic only one side keeps)
+    paired = {
+        key
+        for r in comparison.rows
+        if r.match != "unmatched"
+        for key in (
+            ("bench", r.rank, r.op, r.index),
+            ("target", r.rank, r.op_target, r.index_target),
+        )
+    }
     for r in comparison.rows:
         if r.match != "unmatched":
+            continue
+        if r.shape_bench is not None and ("bench", r.rank, r.op, r.index) in paired:
+            continue
+        if r.shape_bench is None and ("target", r.rank, r.op, r.index) in paired:
             continue
         side = "target" if r.shape_bench is None and r.shape_target is not None else "bench"
         key = (r.rank, r.op, r.direction, r.index)
