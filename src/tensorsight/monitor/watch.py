@@ -39,7 +39,15 @@ from tensorsight.errors import AnomalyError, TensorsightError, UsageError
 from tensorsight.monitor import _collect
 from tensorsight.monitor._checks import Anomaly, Checker, Series
 
-__all__ = ["FINDINGS_VERSION", "ON_ANOMALY", "TAG_FINDINGS", "AnomalyWarning", "Watch", "watch"]
+__all__ = [
+    "ADAPTER_OPTIONS",
+    "FINDINGS_VERSION",
+    "ON_ANOMALY",
+    "TAG_FINDINGS",
+    "AnomalyWarning",
+    "Watch",
+    "watch",
+]
 
 _ACT_FOLD = 4096  # activation statistics gathered before they are folded per series
 
@@ -48,6 +56,19 @@ FINDINGS_VERSION = 1
 _FINDINGS_PER_STEP = 256  # findings kept in one step's record; the rest are counted
 
 ON_ANOMALY = ("warn", "raise", "ignore")
+#: The options of :func:`watch` a framework adapter's ``monitor={...}`` may set.
+ADAPTER_OPTIONS = (
+    "every",
+    "histograms",
+    "on_anomaly",
+    "dump_on_anomaly",
+    "backward",
+    "graph",
+    "loss_fn",
+    "spike_factor",
+    "spike_window",
+    "dead_steps",
+)
 _WARN_LISTED = 3  # anomalies named in one warning
 
 
@@ -140,6 +161,45 @@ def watch(
         ...         w.log_loss(loss)
         ...         opt.step()
     """
+    return _prepare(
+        model,
+        optimizer,
+        logdir,
+        every,
+        histograms,
+        on_anomaly=on_anomaly,
+        dump_on_anomaly=dump_on_anomaly,
+        monitor=monitor,
+        backward=backward,
+        graph=graph,
+        data=data,
+        loss_fn=loss_fn,
+        spike_factor=spike_factor,
+        spike_window=spike_window,
+        dead_steps=dead_steps,
+    )._start()
+
+
+def _prepare(
+    model: Any,
+    optimizer: Any,
+    logdir: str | os.PathLike[str] | None = None,
+    every: int | None = None,
+    histograms: str | re.Pattern[str] | None = None,
+    *,
+    on_anomaly: str | None = None,
+    dump_on_anomaly: str | os.PathLike[str] | None = None,
+    monitor: bool | None = None,
+    backward: bool | None = None,
+    graph: bool | None = None,
+    data: Any = None,
+    loss_fn: Any = None,
+    spike_factor: float | None = None,
+    spike_window: int | None = None,
+    dead_steps: int | None = None,
+) -> Watch:
+    """:func:`watch`'s checks and defaults: a :class:`Watch` not yet started (the framework
+    adapters set where it writes before they start it)."""
     if not callable(getattr(model, "register_forward_hook", None)):
         msg = f"Model {type(model).__name__!r}: has no forward hooks. Expected a torch.nn.Module."
         raise UsageError(msg)
@@ -186,7 +246,7 @@ def watch(
         data=data,
         loss_fn=loss_fn,
         checker=checker,
-    )._start()
+    )
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -239,6 +299,11 @@ class Watch:
         self.checker = checker
         self.step = 0
         self.rank = 0
+        # set by the framework adapters before _start (tensorsight.integrations._common):
+        # their own rank folders, hparams in the run itself (or none), their step numbers
+        self.rank_folder = True
+        self.hparams_run: str | None = ""  # "": a folder of its own; None: not written
+        self.first_step = 0
         self.anomalies: list[Anomaly] = []
         self.dumps: list[tuple[int, str]] = []
         self.batch_size: int | None = None
@@ -266,6 +331,11 @@ class Watch:
         self._pending_raise: str | None = None
         self._dumped_once = False
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (the hooks are gone)."""
+        return self._closed
+
     # ---------------------------------------------------------------- lifecycle
     def _start(self) -> Watch:
         torch = lazy_import("torch", extra="torch", needed_by="tensorsight.watch")
@@ -275,8 +345,9 @@ class Watch:
         dist = torch.distributed
         if dist.is_available() and dist.is_initialized():
             self.rank = int(dist.get_rank())
+        self.step = self.first_step
         writer = SummaryWriter(self._logdir_arg)
-        if dist.is_available() and dist.is_initialized():
+        if self.rank_folder and dist.is_available() and dist.is_initialized():
             base = writer.log_dir
             writer.close()
             writer = SummaryWriter(os.path.join(base, f"rank{self.rank}"))
@@ -334,7 +405,10 @@ class Watch:
                     network=self.model,
                 )
             )
-            self._writer.add_hparams(hp, metrics, global_step=self.step)
+            if self.hparams_run is not None:
+                self._writer.add_hparams(
+                    hp, metrics, run_name=self.hparams_run or None, global_step=self.step
+                )
         finally:
             self._writer.close()
 
@@ -371,7 +445,7 @@ class Watch:
 
     # ---------------------------------------------------------------- hooks
     def _see_batch(self, module: Any, args: Any, kwargs: Any) -> None:
-        first = self._graph_wanted and self.step == 0 and self._graph_input is None
+        first = self._graph_wanted and self.step == self.first_step and self._graph_input is None
         if first and args and not kwargs and self._torch.is_grad_enabled():
             self._graph_input = tuple(args)
         if self.batch_size is None:
@@ -505,12 +579,12 @@ class Watch:
             found = self._step_impl(step)
         finally:
             self.step = step + 1
-        if self._graph_wanted and step == 0:
+        if self._graph_wanted and step == self.first_step:
             self._record_graph()
         dumped = len(self.dumps)
         if found and self.dump_on_anomaly is not None and not self._dumped_once:
             self._start_dump(step + 1)
-        if self.monitor and (found or step == 0):
+        if self.monitor and (found or step == self.first_step):
             self._write_findings(
                 step, found, self.dumps[dumped] if len(self.dumps) > dumped else None
             )
@@ -523,7 +597,7 @@ class Watch:
     # ---------------------------------------------------------------- one step
     def _step_impl(self, step: int) -> list[Anomaly]:
         torch = self._torch
-        logging = step % self.every == 0
+        logging = step % self.every == 0 or step == self.first_step
         grads: list[Any] = []
         grad_ids: list[int] = []
         grad_where: list[tuple[int, str]] = []
@@ -720,7 +794,7 @@ class Watch:
             ],
             "truncated": len(found) - len(kept),
         }
-        if step == 0:
+        if step == self.first_step:
             doc["modules"] = self._modules
         if dump is not None:
             doc["dump"] = {"step": dump[0], "path": dump[1]}
