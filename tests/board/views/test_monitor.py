@@ -138,3 +138,26 @@ def test_malformed_records_are_skipped_or_made_harmless(mprovider, doc):
     except NotFound:
         return  # the record was skipped whole
     assert all(isinstance(f["value"], (float, str)) for f in step["findings"])
+
+
+def test_step_parses_only_that_steps_records(tmp_path, monkeypatch):
+    """/step used to parse every findings record of the run to answer one step."""
+    from tensorsight import SummaryWriter
+    from tensorsight.board.views import monitor
+    from tensorsight.data import LogdirProvider
+
+    with SummaryWriter(str(tmp_path / "r")) as w:
+        for step in range(50):
+            doc = {"version": 1, "step": step, "findings": [_finding("spike", "fc", step)]}
+            w.add_tensor(
+                "monitor/findings", np.frombuffer(json.dumps(doc).encode(), np.uint8), step
+            )
+    provider = LogdirProvider(tmp_path)
+    parsed = []
+    real = monitor._parsed
+    monkeypatch.setattr(monitor, "_parsed", lambda rec: parsed.append(rec.step) or real(rec))
+    out = step_impl(provider, "r", 37)
+    assert [f["value"] for f in out["findings"]] == [37.0]
+    assert parsed == [37]
+    with pytest.raises(NotFound, match="no monitor findings at step 50"):
+        step_impl(provider, "r", 50)

@@ -55,7 +55,8 @@ def runs_impl(provider: DataProvider, runs: Sequence[str] | None = None) -> list
     ]
 
 
-def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
+def _check_run(provider: DataProvider, run: str) -> None:
+    """NotFound unless ``run`` exists and holds findings."""
     try:
         info = provider.run_info(run)
     except KeyError:
@@ -64,18 +65,24 @@ def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
     if TAG_FINDINGS not in info.tags.get("tensors", ()):
         msg = f"Run {run[:200]!r} has no monitor findings (tensorsight.watch writes them)."
         raise NotFound(msg)
-    out = []
-    for rec in provider.read_tensors(run, TAG_FINDINGS):
-        try:
-            doc = json.loads(np.asarray(rec.values, dtype=np.uint8).tobytes().decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            continue  # not ours: skip it rather than fail the view
-        doc = _checked(doc)
-        if doc is None:
-            continue  # not ours, or of a newer version: skip it rather than fail the view
-        doc["step"] = int(rec.step)
-        out.append(doc)
-    return out
+
+
+def _parsed(rec: Any) -> dict[str, Any] | None:
+    """One findings record's well-formed parts, or ``None`` when it is not ours."""
+    try:
+        doc = json.loads(np.asarray(rec.values, dtype=np.uint8).tobytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None  # not ours: skip it rather than fail the view
+    doc = _checked(doc)
+    if doc is None:
+        return None  # not ours, or of a newer version: skip it rather than fail the view
+    doc["step"] = int(rec.step)
+    return doc
+
+
+def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
+    _check_run(provider, run)
+    return [d for d in map(_parsed, provider.read_tensors(run, TAG_FINDINGS)) if d is not None]
 
 
 _TEXT_FIELDS = ("kind", "source", "where", "tensor", "dtype", "stat", "module")
@@ -231,7 +238,10 @@ def _finding(f: dict[str, Any], step: int) -> dict[str, Any]:
 
 def step_impl(provider: DataProvider, run: str, step: int) -> dict[str, Any]:
     """Every finding of one step, in the order found, with the dump folder if recorded."""
-    found = [doc for doc in _records(provider, run) if doc["step"] == step]
+    _check_run(provider, run)
+    # the step's records only: the provider indexes them by step (one click, one step)
+    records = provider.read_tensors_at(run, TAG_FINDINGS, step)
+    found = [d for d in map(_parsed, records) if d is not None]
     if not found:
         msg = f"Run {run[:200]!r} has no monitor findings at step {step}."
         raise NotFound(msg)
