@@ -76,3 +76,32 @@ def test_in_memory_provider_and_base_defaults():
 
     with pytest.raises(KeyError):
         Minimal().read_graph("r", "g")
+
+
+def test_read_tensors_at_answers_one_step_and_follows_appends_and_restarts(tmp_path):
+    """The index behind the Monitor tab's /step: the step's records, also after the run
+    grows, and after a restarted run rewrites steps it had (the reader purges them)."""
+    w = SummaryWriter(str(tmp_path / "run"), flush_secs=1)
+    for step in (0, 2, 2, 5):
+        w.add_tensor("t", np.array([step, 10 * step]), step)
+    w.flush()
+    p = LogdirProvider(tmp_path)
+    at = lambda step: [r.values.tolist() for r in p.read_tensors_at("run", "t", step)]  # noqa: E731
+    assert at(2) == [[2, 20], [2, 20]]
+    assert at(3) == []
+    assert at(5) == [[5, 50]]
+    w.add_tensor("t", np.array([7, 1]), 7)  # the run grows: the index is extended
+    w.flush()
+    p.reload()
+    assert at(7) == [[7, 1]]
+    assert at(0) == [[0, 0]]
+    w.close()
+    with SummaryWriter(str(tmp_path / "run")) as again:  # restarted from step 2: 2..7 dropped
+        again.add_tensor("t", np.array([2, -1]), 2)
+    p.reload()
+    assert at(2) == [[2, -1]]
+    assert at(7) == []
+    assert [r.step for r in p.read_tensors("run", "t")] == [0, 2]
+    assert DataProvider.read_tensors_at(p, "run", "t", 2)[0].values.tolist() == [2, -1]
+    with pytest.raises(KeyError):
+        p.read_tensors_at("run", "missing", 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -28,3 +29,11 @@ def read_run(path: Any) -> tuple[Any, str]:
 def values(logdir: Any, run: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
     series = logdir.scalars(run, tag)
     return series.steps, series.values
+
+
+def findings(logdir: Any, run: str) -> dict[int, dict[str, Any]]:
+    """The monitor's ``monitor/findings`` records of ``run``, by step (the board's input)."""
+    out = {}
+    for rec in logdir.tensors(run, "monitor/findings"):
+        out[int(rec.step)] = json.loads(rec.data.tobytes())
+    return out

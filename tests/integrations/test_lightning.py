@@ -16,6 +16,7 @@ except ImportError:  # the older distribution name
         "pytorch_lightning", reason="needs lightning: pip install 'tensorsight[lightning]'"
     )
 
+import tensorsight  # noqa: E402
 from tensorsight.integrations import lightning as adapter  # noqa: E402
 from tensorsight.integrations.lightning import TensorsightLogger  # noqa: E402
 from tests.integrations._read import read_run, session_hparams, values  # noqa: E402
@@ -160,3 +161,94 @@ def test_all_ranks_writes_each_rank_in_its_own_run(tmp_path, monkeypatch):
     assert logdir.runs == ["exp/version_0/rank0", "exp/version_0/rank1"]
     assert list(logdir.scalars("exp/version_0/rank1", "loss").values) == [1.0]
     assert np.isnan(logdir.scalars("exp/version_0/rank0", "bad").values[0])  # NaN kept
+
+
+class _Fp16Block(torch.nn.Module):
+    """A layer computed in float16, scaled past float16's range once ``factor`` is raised."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.factor = 1.0
+
+    def forward(self, x):
+        return x.half() * self.factor
+
+
+class _Planted(pl.LightningModule):
+    """The regression model with an fp16 layer that overflows at ``OVERFLOW_STEP``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, 8), torch.nn.Tanh(), _Fp16Block(), torch.nn.Linear(8, 1).half()
+        )
+
+    def forward(self, x):
+        return self.net(x).float()
+
+    def training_step(self, batch, batch_idx):
+        self.net[2].factor = 1e6 if self.global_step == OVERFLOW_STEP else 1.0
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def on_before_optimizer_step(self, optimizer):
+        for p in self.parameters():  # as a loss scaler would: the weights stay finite
+            p.grad.nan_to_num_(0.0, 0.0, 0.0)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+OVERFLOW_STEP = 3
+
+
+def test_monitor_catches_a_planted_fp16_overflow_at_its_module_and_step(tmp_path):
+    from tensorsight.monitor import AnomalyWarning
+    from tests.integrations._read import findings
+
+    logger = TensorsightLogger(
+        tmp_path / "logs", name="tiny", all_ranks=True,
+        monitor={"every": 2, "dump_on_anomaly": str(tmp_path / "dump")},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    trainer = pl.Trainer(
+        max_steps=STEPS, logger=logger, accelerator="cpu", devices=1, log_every_n_steps=1,
+        enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False,
+    )  # fmt: skip
+    with pytest.warns(AnomalyWarning, match=r"at step 3, first overflow in activation 'net\.2'"):
+        trainer.fit(_Planted(), _data())
+
+    w = logger.monitor
+    assert w is not None
+    assert w.closed  # finalize closed it; what it found stays
+    first = w.anomalies[0]
+    assert (first.step, first.kind, first.where, first.dtype) == (3, "overflow", "net.2", "float16")
+    assert all(a.step == OVERFLOW_STEP for a in w.anomalies)  # only that step went bad
+    assert w.dumps == [(4, str(tmp_path / "dump"))]  # the next step, recorded
+    dump = tensorsight.read_dump(tmp_path / "dump")
+    assert dump.steps() == [4]
+    assert dump.complete
+    modules = {op.module_path for op in dump.step(step=4).ops}
+    assert "_Planted.net.2" in modules, modules
+
+    logdir = tensorsight.read_logdir(tmp_path / "logs")
+    run = "tiny/version_0/rank0"  # tagged by rank, one run for the logger and the monitor
+    assert logdir.runs == [run]
+    tags = logdir.tags(run)["scalars"]
+    assert {"train_loss", "lr/group0", "grad_norm/group0", "monitor/anomalies"} <= set(tags)
+    assert "weight/net.0.weight" in logdir.tags(run)["histograms"]
+    docs = findings(logdir, run)
+    assert sorted(docs) == [0, OVERFLOW_STEP]  # step 0 lists the modules
+    assert "net.2" in docs[0]["modules"]
+    assert docs[OVERFLOW_STEP]["findings"][0]["module"] == "net.2"
+    assert docs[OVERFLOW_STEP]["dump"] == {"step": 4, "path": str(tmp_path / "dump")}
+    assert logdir.graph(run) is None  # no example input: the logger records no graph, nor the watch
+
+
+def test_an_unknown_monitor_option_is_one_line_naming_it():
+    from tensorsight.errors import UsageError
+
+    with pytest.raises(UsageError, match="monitor option 'evry' is unknown"):
+        TensorsightLogger("logs", monitor={"evry": 2})

@@ -5,6 +5,7 @@ model config as hparams are in the run; only process zero writes unless ``all_ra
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ transformers = pytest.importorskip(
     "transformers", reason="needs transformers: pip install 'tensorsight[transformers]'"
 )
 
+import tensorsight  # noqa: E402
 from tensorsight.integrations.transformers import TensorsightCallback, rewrite_tag  # noqa: E402
 from tests.integrations._read import read_run, session_hparams, values  # noqa: E402
 
@@ -129,3 +131,62 @@ def test_only_process_zero_writes_unless_all_ranks(tmp_path):
 def test_log_keys_are_tagged_like_tensorboards_callback():
     assert rewrite_tag("eval_runtime") == "eval/runtime"
     assert rewrite_tag("loss") == "train/loss"
+
+
+class _PoisonAt(transformers.TrainerCallback):
+    """Puts a NaN into one weight of the first MLP before the step numbered ``step``."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        if state.global_step + 1 == self.step:  # the step about to be taken
+            with torch.no_grad():
+                model.transformer.h[0].mlp.c_fc.weight[0, 0] = float("nan")
+
+
+def test_monitor_catches_a_planted_nan_at_its_module_and_step(tmp_path):
+    from tensorsight.monitor import AnomalyWarning
+    from tests.integrations._read import findings
+
+    callback = TensorsightCallback(
+        logdir=tmp_path / "logs", all_ranks=True,
+        monitor={"dump_on_anomaly": str(tmp_path / "dump"), "on_anomaly": "ignore"},
+    )  # fmt: skip
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=STEPS, per_device_train_batch_size=4,
+        logging_steps=2, report_to="none", use_cpu=True, disable_tqdm=True,
+        dataloader_num_workers=0, seed=0, save_strategy="no", max_grad_norm=0.0,
+    )  # fmt: skip
+    trainer = transformers.Trainer(
+        model=_model(), args=args, train_dataset=_Tokens(32, 0),
+        callbacks=[callback, _PoisonAt(3)],
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AnomalyWarning)  # "ignore": summaries only
+        trainer.train()
+
+    w = callback.monitor
+    assert w is not None
+    assert w.closed
+    first = w.anomalies[0]  # numbered as the trainer numbers its steps: the 3rd is 3
+    assert (first.step, first.kind, first.source) == (3, "nan", "activation")
+    assert first.where == "transformer.h.0.mlp.c_fc"
+    assert min(a.step for a in w.anomalies) == 3
+    assert w.dumps == [(4, str(tmp_path / "dump"))]
+    dump = tensorsight.read_dump(tmp_path / "dump")
+    assert dump.steps() == [4]
+    assert dump.complete
+
+    logdir = tensorsight.read_logdir(tmp_path / "logs")
+    run = f"rank{args.process_index}"
+    assert logdir.runs == [run]  # the callback's scalars and the monitor's: one run
+    tags = set(logdir.tags(run)["scalars"])
+    assert {"train/loss", "lr/group0", "weight_norm/group0", "monitor/anomalies"} <= tags
+    assert logdir.tags(run)["histograms"]
+    docs = findings(logdir, run)
+    assert min(docs) == 1  # the first step's record lists the modules
+    assert "transformer.h.0.mlp.c_fc" in docs[1]["modules"]
+    assert docs[3]["findings"][0]["module"] == "transformer.h.0.mlp.c_fc"
+    assert docs[3]["dump"] == {"step": 4, "path": str(tmp_path / "dump")}
+    assert session_hparams(logdir, run)["optimizer"] == "AdamW"  # the callback's lineage

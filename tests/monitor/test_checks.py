@@ -79,3 +79,16 @@ def test_dead_is_reported_once_per_run_of_zero_steps_and_not_for_states():
     assert _check(c, 4, [(a, 1.0)]) == []
     assert [x.kind for x in _check(c, 5, [(a, 0.0)])] == []
     assert [x.kind for x in _check(c, 6, [(a, 0.0)])] == ["dead"]
+
+
+def test_the_running_median_is_nanmedian_over_the_values_seen():
+    from tensorsight.monitor._checks import _running_median
+
+    rng = np.random.default_rng(0)
+    history = np.full((4, 6), np.nan)
+    counts = np.array([1, 2, 5, 9])  # 9 > the window: the row is full (wrapped)
+    for row, n in enumerate(counts):
+        history[row, : min(n, 6)] = rng.random(min(n, 6))
+    np.testing.assert_array_equal(
+        _running_median(history, counts, 6), np.nanmedian(history, axis=1)
+    )

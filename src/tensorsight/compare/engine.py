@@ -30,6 +30,7 @@ from tensorsight.compare._argdiff import argument_difference, parse_args
 from tensorsight.compare._unwritten import judge_written
 from tensorsight.compare.advisor import advise, settings_differences
 from tensorsight.compare.budget import JudgeState, Profile, get_profile
+from tensorsight.compare.collectives import Hop, advice_for, follow
 from tensorsight.compare.crossmatch import convert, is_cross_framework, match_across
 from tensorsight.compare.flow import Origins
 from tensorsight.compare.match import OpPair, load_mapping, match_ops
@@ -183,13 +184,21 @@ def _assemble(
     rows: list[OpComparison] = []
     first: int | None = None
     best: tuple[int, int] | None = None
-    for res in results:  # in rank order; each pair knows its own first divergence
+    start: int | None = None  # the pair holding ``first``
+    offsets = []
+    for k, res in enumerate(results):  # in rank order; each pair knows its first divergence
+        offsets.append(len(rows))
         if res.first_divergence is not None:
             row = res.rows[res.first_divergence]
             key = (row.index or 0, res.rank)
             if best is None or key < best:
-                best, first = key, len(rows) + res.first_divergence
+                best, first, start = key, len(rows) + res.first_divergence, k
         rows.extend(res.rows)
+    hops: list[Hop] = []
+    if start is not None:  # a divergence that arrived by a collective: to where it began
+        origin, hops = follow(results, start)
+        if hops:
+            first = offsets[origin] + (results[origin].first_divergence or 0)
     if not rows and not missing:  # "the runs agree" would be said of nothing at all
         which = "the first step" if step is None else f"step {step}"
         msg = (
@@ -201,6 +210,8 @@ def _assemble(
     compared = [res.rank for res in results]
     settings = settings_differences(bd.manifest(ranks[0]), td.manifest(ranks[0]))
     advice = advise(rows, first, settings=settings)
+    if hops and first is not None:
+        advice = [advice_for(hops, first, rows[first]), *advice]
     for a in advice:  # the row an advice is about carries its mechanism
         if a.row is not None and rows[a.row].mechanism is None:
             rows[a.row] = rows[a.row].evolve(mechanism=a.mechanism)

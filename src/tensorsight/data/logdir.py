@@ -222,6 +222,9 @@ class LogdirProvider(DataProvider):
         else:
             self._logdir.scan()
         self._generation = 0
+        # (run, tag) -> (records indexed, first and last of them, step -> their positions):
+        # read_tensors_at's index, extended while the reader only appends
+        self._at_step: dict[tuple[str, str], tuple[int, Any, Any, dict[int, list[int]]]] = {}
         self._runs: list[RunInfo] = []
         self._where: dict[tuple[str, str, str], str] = {}
         self._index()
@@ -401,6 +404,26 @@ class LogdirProvider(DataProvider):
             serve = _as_stored  # a kind whose own record type is what views need
 
         return serve(self._stored(run, kind, tag), self._limits)
+
+    def read_tensors_at(self, run: str, tag: str, step: int) -> list[TensorValue]:
+        with self._lock:
+            stored = self._stored(run, "tensors", tag)
+            key = (run, tag)
+            entry = self._at_step.get(key)
+            if entry is not None:
+                count, first, last, index = entry
+                # the reader appends; a purge (a restarted run) or a trim from the front
+                # changes the first or the count-th record: index again
+                if not (len(stored) >= count and stored[0] is first and stored[count - 1] is last):
+                    entry = None
+            if entry is None:
+                count, index = 0, {}
+            for i in range(count, len(stored)):
+                index.setdefault(int(stored[i].step), []).append(i)
+            if stored:
+                self._at_step[key] = (len(stored), stored[0], stored[-1], index)
+            found = [stored[i] for i in index.get(int(step), ())]
+        return [_tensor(r) for r in found]
 
     def sample_histograms(
         self, run: str, tag: str, limit: int

@@ -397,6 +397,16 @@ class DataProvider(abc.ABC):
         """Tensor records of a tag in step order."""
         return self.read_records(run, "tensors", tag)
 
+    def read_tensors_at(self, run: str, tag: str, step: int) -> list[TensorValue]:
+        """The tensor records of a tag at one step, in file order (``[]``: none there).
+
+        The default filters :meth:`read_tensors`; :class:`~tensorsight.data.LogdirProvider`
+        keeps an index by step, so a view that answers one step (the Monitor tab's
+        ``/step``) converts only that step's records. :class:`KeyError` as
+        :meth:`read_records`.
+        """
+        return [r for r in self.read_tensors(run, tag) if r.step == step]
+
     def read_data_graphs(self, run: str, tag: str) -> list[DataGraph]:
         """Data-pipeline graphs of a tag in step order."""
         return self.read_records(run, "data_graphs", tag)

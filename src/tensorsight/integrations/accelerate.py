@@ -9,7 +9,12 @@ Importing this module registers the tracker with accelerate's public
     accelerator.log({"loss": loss.item()}, step=step)
     accelerator.end_training()
 
-writes the run ``logs/my_run``. On older accelerate releases, which have no registry, pass
+writes the run ``logs/my_run``. To run the monitor too (``tensorsight.watch``, into the
+same run), after ``prepare`` and ``init_trackers``::
+
+    from tensorsight.integrations.accelerate import watch
+    monitor = watch(accelerator, model, optimizer, dump_on_anomaly="dumps")
+ On older accelerate releases, which have no registry, pass
 an instance instead: ``Accelerator(log_with=[TensorsightTracker("my_run", "logs")])``.
 Install with ``pip install 'tensorsight[accelerate]'`` (torch comes from your own install).
 """
@@ -18,18 +23,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tensorsight._lazy import lazy_import
-from tensorsight.integrations._common import flatten_hparams, rank_dir, scalar_value
+from tensorsight.errors import UsageError
+from tensorsight.integrations._common import (
+    flatten_hparams,
+    monitor_options,
+    rank_dir,
+    scalar_value,
+    start_monitor,
+)
 from tensorsight.summary import SummaryWriter
+
+if TYPE_CHECKING:
+    from tensorsight.monitor import Watch
 
 _tracking = lazy_import("accelerate.tracking", extra="accelerate", needed_by="TensorsightTracker")
 
 from accelerate import PartialState  # noqa: E402  (after the import that names the extra)
 from accelerate.tracking import GeneralTracker  # noqa: E402
 
-__all__ = ["TRACKER_NAME", "TensorsightTracker", "register"]
+__all__ = ["TRACKER_NAME", "TensorsightTracker", "register", "watch"]
 
 TRACKER_NAME = "tensorsight"
 
@@ -41,7 +56,9 @@ class TensorsightTracker(GeneralTracker):  # type: ignore[misc]  # accelerate is
       of the run (nested dicts flattened to ``a/b``, other values as their ``str``);
     - ``log``: numbers and one-element tensors as scalars, strings as text, a dict of
       numbers as scalars ``<key>/<sub-key>`` in the same run;
-    - ``finish`` (``end_training()``): closes the files.
+    - ``watch(model, optimizer)`` (or this module's :func:`watch`): runs the monitor,
+      ``tensorsight.watch`` with its defaults, into the same run;
+    - ``finish`` (``end_training()``): closes the monitor and the files.
 
     Ranks: by default only the main process writes (accelerate's ``main_process_only``);
     ``all_ranks=True`` (``init_kwargs={"tensorsight": {"all_ranks": True}}``) writes every
@@ -72,6 +89,7 @@ class TensorsightTracker(GeneralTracker):  # type: ignore[misc]  # accelerate is
         self.main_process_only = not all_ranks
         self._writer_kwargs = writer_kwargs
         self._writer: SummaryWriter | None = None
+        self.monitor: Watch | None = None
 
     @property
     def tracker(self) -> SummaryWriter | None:
@@ -113,8 +131,47 @@ class TensorsightTracker(GeneralTracker):  # type: ignore[misc]  # accelerate is
                     writer.add_scalar(str(key), number, step)
         writer.flush()
 
+    def watch(self, model: Any, optimizer: Any, **options: Any) -> Watch | None:
+        """Run ``tensorsight.watch`` on ``model`` and ``optimizer`` into this run.
+
+        The monitor's steps count ``optimizer.step()`` calls from 0, its hyperparameters
+        and lineage go into the run itself, and it stops at :meth:`finish`. Wrapped models
+        (DDP) and accelerate's ``AcceleratedOptimizer`` are unwrapped.
+
+        Args:
+            model: The model (as given to, or returned by, ``accelerator.prepare``).
+            optimizer: Its optimizer (likewise).
+            **options: :func:`tensorsight.watch` options (``every``, ``histograms``,
+                ``on_anomaly``, ``dump_on_anomaly``, ``backward``, ``graph``, ``loss_fn``,
+                ``spike_factor``, ``spike_window``, ``dead_steps``).
+
+        Returns:
+            The running :class:`~tensorsight.monitor.Watch` (also ``self.monitor``), or
+            None on a process that does not write.
+
+        Raises:
+            UsageError: An unknown option (the message names it).
+        """
+        settings = monitor_options(options, "TensorsightTracker.watch") or {}
+        writer = self._started()
+        if writer is None:
+            return None
+        if self.monitor is not None:
+            self.monitor.close()
+        inner = getattr(model, "module", model)  # DistributedDataParallel and the like
+        self.monitor = start_monitor(
+            settings,
+            inner,
+            getattr(optimizer, "optimizer", optimizer),
+            writer.log_dir,
+            hparams_run=".",
+        )
+        return self.monitor
+
     def finish(self) -> None:
-        """Close the run's files (accelerate calls this in ``end_training``)."""
+        """Close the monitor and the run's files (accelerate calls this in ``end_training``)."""
+        if self.monitor is not None:
+            self.monitor.close()  # kept: what it found stays readable
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -126,6 +183,33 @@ class TensorsightTracker(GeneralTracker):  # type: ignore[misc]  # accelerate is
         if self._writer is None and self._writes():
             self.start()
         return self._writer
+
+
+def watch(accelerator: Any, model: Any, optimizer: Any, **options: Any) -> Watch | None:
+    """Run the monitor through the ``"tensorsight"`` tracker of ``accelerator``.
+
+    Call it after ``accelerator.prepare(...)`` and ``accelerator.init_trackers(...)``; see
+    :meth:`TensorsightTracker.watch`. Feed it the loss with ``.log_loss(loss)`` if you
+    want the loss checked and logged as ``loss/auto``.
+
+    Returns:
+        The running :class:`~tensorsight.monitor.Watch`, or None on a process whose
+        tracker does not write (every process but the main one, unless ``all_ranks``).
+
+    Raises:
+        UsageError: The accelerator has no ``"tensorsight"`` tracker, or an unknown option.
+    """
+    trackers = list(getattr(accelerator, "trackers", None) or [])
+    tracker = next((t for t in trackers if isinstance(t, TensorsightTracker)), None)
+    if tracker is None:
+        if not trackers and not PartialState().is_main_process:
+            return None  # accelerate makes main-process-only trackers on the main one only
+        msg = (
+            "watch: the accelerator has no 'tensorsight' tracker. Expected "
+            "Accelerator(log_with='tensorsight') and init_trackers() before watch()."
+        )
+        raise UsageError(msg)
+    return tracker.watch(model, optimizer, **options)
 
 
 def register() -> bool:

@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from tensorsight._lazy import lazy_import
 from tensorsight.errors import TensorsightError
-from tensorsight.integrations._common import HParam, flatten_hparams, rank_dir, scalar_items
+from tensorsight.integrations._common import (
+    HParam,
+    MonitorOption,
+    flatten_hparams,
+    monitor_options,
+    rank_dir,
+    scalar_items,
+    start_monitor,
+)
 from tensorsight.summary import SummaryWriter
 from tensorsight.summary.lineage import (
     TAG_DATA_GRAPH,
@@ -35,6 +43,8 @@ if TYPE_CHECKING:
     from lightning.fabric.loggers.logger import rank_zero_experiment
     from lightning.pytorch.loggers.logger import Logger
     from lightning.pytorch.utilities import rank_zero_only
+
+    from tensorsight.monitor import Watch
 else:
     try:
         from lightning.fabric.loggers.logger import rank_zero_experiment
@@ -79,6 +89,16 @@ class TensorsightLogger(Logger):
     others). With ``all_ranks=True`` every rank writes its own run ``<log_dir>/rank<r>``,
     so runs diverging between ranks show side by side on the board.
 
+    Monitor: with ``monitor=True`` (or a dict of :func:`tensorsight.watch` options) each
+    rank that writes also runs ``tensorsight.watch`` on the module and the first
+    optimizer from the start of ``fit`` (when Lightning calls ``log_graph``) to
+    ``finalize``, into the same run: NaN/Inf, overflow, spikes and dead tensors per module
+    and step (Lightning's ``global_step``), the findings for the board's Monitor tab, the
+    dump of the step after the first anomaly with ``dump_on_anomaly``; and the
+    SummaryCollector defaults (learning rates, gradient and weight norms, histograms).
+    The graph stays the logger's. ``monitor`` (the :class:`~tensorsight.monitor.Watch`)
+    holds what it found.
+
     Args:
         save_dir: Root folder of the logs.
         name: Experiment folder under ``save_dir`` (``""`` or None: none).
@@ -89,6 +109,13 @@ class TensorsightLogger(Logger):
         log_graph: Record the model's graph when Lightning calls ``log_graph``.
         prefix: Put before every metric name, joined with ``-`` (Lightning's convention).
         flush_secs: Passed to :class:`~tensorsight.SummaryWriter`.
+        monitor: Run the monitor (see above): None or False (default) no, True with
+            ``tensorsight.watch``'s defaults, or a dict of its options (``every``,
+            ``histograms``, ``on_anomaly``, ``dump_on_anomaly``, ``backward``, ``graph``,
+            ``loss_fn``, ``spike_factor``, ``spike_window``, ``dead_steps``).
+
+    Raises:
+        UsageError: An unknown ``monitor`` option (the message names it).
 
     Example:
         >>> import tempfile
@@ -109,8 +136,11 @@ class TensorsightLogger(Logger):
         log_graph: bool = True,
         prefix: str = "",
         flush_secs: int = 120,
+        monitor: MonitorOption = None,
     ) -> None:
         super().__init__()
+        self._monitor_options = monitor_options(monitor, "TensorsightLogger")
+        self.monitor: Watch | None = None
         self._save_dir = os.fspath(save_dir)
         self._name = name or ""
         self._version = version
@@ -193,6 +223,9 @@ class TensorsightLogger(Logger):
         Does nothing when ``log_graph`` is false or the model has no example input.
         """
         self._module = weakref.ref(model)
+        fresh = self.monitor is None or self.monitor.closed
+        if self._monitor_options is not None and fresh and self._writes():
+            self._start_monitor(model)
         if not (self._log_graph and self._writes()):
             return
         example = (
@@ -230,6 +263,8 @@ class TensorsightLogger(Logger):
         """Write the data pipeline and lineage once, close the run's files; a later call
         (``trainer.test`` after ``fit``) reopens them."""
         del status  # the same for "success", "failed" and "finished"
+        if self.monitor is not None:
+            self.monitor.close()  # kept: what it found stays readable
         if not self._lineage_written and self._writes():
             self._write_lineage()
         if self._writer is not None:
@@ -237,6 +272,23 @@ class TensorsightLogger(Logger):
             self._writer = None
 
     # ------------------------------------------------------------ internals
+    def _start_monitor(self, module: Any) -> None:
+        """``tensorsight.watch`` on ``module`` and the trainer's first optimizer, when fitting."""
+        trainer = getattr(module, "_trainer", None)
+        fn = getattr(getattr(trainer, "state", None), "fn", None)
+        optimizers = list(getattr(trainer, "optimizers", None) or [])
+        if trainer is None or str(getattr(fn, "value", fn)) != "fit" or not optimizers:
+            return  # validate/test/predict: no optimizer steps to watch
+        self.monitor = start_monitor(
+            self._monitor_options or {},
+            module,
+            optimizers[0],
+            self.log_dir,
+            first_step=int(trainer.global_step),
+            hparams_run=None,  # the lineage is the logger's (finalize)
+            graph=False,  # the graph is the logger's (log_graph)
+        )
+
     def _write_lineage(self) -> None:
         module = self._module() if self._module is not None else None
         trainer = getattr(module, "_trainer", None)

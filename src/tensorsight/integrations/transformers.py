@@ -16,12 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 from tensorsight._lazy import lazy_import
 from tensorsight.errors import TensorsightError
-from tensorsight.integrations._common import HParam, flatten_hparams, rank_dir, scalar_items
+from tensorsight.integrations._common import (
+    HParam,
+    MonitorOption,
+    flatten_hparams,
+    monitor_options,
+    rank_dir,
+    scalar_items,
+    start_monitor,
+)
 from tensorsight.summary import SummaryWriter
 from tensorsight.summary.lineage import TAG_DATA_GRAPH, dataset_size_of, lineage_of
 
 if TYPE_CHECKING:
     from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+    from tensorsight.monitor import Watch
 else:
     TrainerCallback = lazy_import(
         "transformers", extra="transformers", needed_by="TensorsightCallback"
@@ -72,12 +82,29 @@ class TensorsightCallback(TrainerCallback):
     Ranks: by default only the world's process zero writes. With ``all_ranks=True`` every
     process writes its own run ``<logdir>/rank<process index>``.
 
+    Monitor: with ``monitor=True`` (or a dict of :func:`tensorsight.watch` options) each
+    process that writes also runs ``tensorsight.watch`` on the model and the optimizer
+    from ``on_train_begin`` to ``on_train_end``, into the same run: NaN/Inf, overflow,
+    spikes and dead tensors per module and step (numbered as ``state.global_step``: the
+    first optimizer step is step 1), the findings for the board's Monitor tab, the dump
+    of the step after the first anomaly with ``dump_on_anomaly``; and the SummaryCollector
+    defaults (``lr/group<i>``, gradient and weight norms, histograms). No graph (keyword
+    arguments only, as above). ``monitor`` (the :class:`~tensorsight.monitor.Watch`) holds
+    what it found.
+
     Args:
         logdir: Folder of the run. None: ``<output_dir>/runs``.
         all_ranks: Write every process, not only process zero.
         grad_norms: Regex over parameter names whose gradient norms are written (``"."``:
             all, the default); None or ``""``: no gradient norms at all.
         flush_secs: Passed to :class:`~tensorsight.SummaryWriter`.
+        monitor: Run the monitor (see above): None or False (default) no, True with
+            ``tensorsight.watch``'s defaults, or a dict of its options (``every``,
+            ``histograms``, ``on_anomaly``, ``dump_on_anomaly``, ``backward``,
+            ``loss_fn``, ``spike_factor``, ``spike_window``, ``dead_steps``).
+
+    Raises:
+        UsageError: An unknown ``monitor`` option (the message names it).
 
     Example:
         >>> cb = TensorsightCallback(logdir="runs/demo", grad_norms=r"\\.weight$")
@@ -92,7 +119,10 @@ class TensorsightCallback(TrainerCallback):
         all_ranks: bool = False,
         grad_norms: str | None = ".",
         flush_secs: int = 120,
+        monitor: MonitorOption = None,
     ) -> None:
+        self._monitor_options = monitor_options(monitor, "TensorsightCallback")
+        self.monitor: Watch | None = None
         self.logdir = None if logdir is None else os.fspath(logdir)
         self.all_ranks = all_ranks
         self._grad_norms = re.compile(grad_norms) if grad_norms else None
@@ -121,6 +151,19 @@ class TensorsightCallback(TrainerCallback):
         if config is not None and callable(getattr(config, "to_dict", None)):
             hparams.update(flatten_hparams(config.to_dict(), prefix="model_config/"))
         writer.add_hparams(hparams, {}, run_name=".", global_step=state.global_step)
+        optimizer = kwargs.get("optimizer")
+        if self._monitor_options is not None and model is not None and optimizer is not None:
+            if self.monitor is not None:  # a second train() on the same callback
+                self.monitor.close()
+            self.monitor = start_monitor(
+                self._monitor_options,
+                model,
+                getattr(optimizer, "optimizer", optimizer),  # accelerate's AcceleratedOptimizer
+                writer.log_dir,
+                first_step=int(state.global_step) + 1,  # the trainer counts steps from 1
+                hparams_run=None,  # the lineage is the callback's (on_train_end)
+                graph=False,  # the trainer calls the model with keyword arguments only
+            )
         loader = kwargs.get("train_dataloader")
         if loader is not None:
             try:
@@ -205,6 +248,8 @@ class TensorsightCallback(TrainerCallback):
     ) -> None:
         """Write the lineage and close the run's files (a later ``train()`` opens new ones
         in the same run)."""
+        if self.monitor is not None:
+            self.monitor.close()  # kept: what it found stays readable
         writer = self._open(args, state)
         if writer is not None:
             writer.add_hparams(

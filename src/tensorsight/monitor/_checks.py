@@ -208,10 +208,25 @@ class Checker:
         median = np.full(values.shape, np.nan)
         judged = self._spike_check[ids] & finite & (self._count[ids] >= self.min_history)
         if judged.any():
-            median[judged] = np.nanmedian(self._history[ids[judged]], axis=1)
+            median[judged] = _running_median(
+                self._history[ids[judged]], self._count[ids[judged]], self.spike_window
+            )
         with np.errstate(invalid="ignore"):
             spike = judged & (median > 0) & (values > self.spike_factor * median)
         keep = ids[finite]  # NaN/Inf never enter the history
         self._history[keep, self._count[keep] % self.spike_window] = values[finite]
         self._count[keep] += 1
         return spike, median
+
+
+def _running_median(
+    history: NDArray[np.float64], count: NDArray[np.int64], window: int
+) -> NDArray[np.float64]:
+    """Each row's median over its first ``min(count, window)`` values (the rest are the
+    NaN the row was made with); ``np.nanmedian``'s answer, about 10x faster: sorting puts
+    the NaN last, so the median is one or two known positions of each sorted row."""
+    ordered = np.sort(history, axis=1)
+    n = np.minimum(count, window)
+    rows = np.arange(len(n))
+    median: NDArray[np.float64] = (ordered[rows, (n - 1) // 2] + ordered[rows, n // 2]) / 2
+    return median

@@ -138,3 +138,63 @@ def test_malformed_records_are_skipped_or_made_harmless(mprovider, doc):
     except NotFound:
         return  # the record was skipped whole
     assert all(isinstance(f["value"], (float, str)) for f in step["findings"])
+
+
+def test_step_parses_only_that_steps_records(tmp_path, monkeypatch):
+    """/step used to parse every findings record of the run to answer one step."""
+    from tensorsight import SummaryWriter
+    from tensorsight.board.views import monitor
+    from tensorsight.data import LogdirProvider
+
+    with SummaryWriter(str(tmp_path / "r")) as w:
+        for step in range(50):
+            doc = {"version": 1, "step": step, "findings": [_finding("spike", "fc", step)]}
+            w.add_tensor(
+                "monitor/findings", np.frombuffer(json.dumps(doc).encode(), np.uint8), step
+            )
+    provider = LogdirProvider(tmp_path)
+    parsed = []
+    real = monitor._parsed
+    monkeypatch.setattr(monitor, "_parsed", lambda rec: parsed.append(rec.step) or real(rec))
+    out = step_impl(provider, "r", 37)
+    assert [f["value"] for f in out["findings"]] == [37.0]
+    assert parsed == [37]
+    with pytest.raises(NotFound, match="no monitor findings at step 50"):
+        step_impl(provider, "r", 50)
+
+
+def test_ranks_side_by_side_rows_per_rank_and_the_earliest_first():
+    from tensorsight.board.views.monitor import rank_of, ranks_impl
+
+    p = InMemoryProvider()
+    for rank in (0, 1, 2, 10):
+        _record(p, f"job/rank{rank}", 0, [], modules=["", "fc"])
+    _record(p, "job/rank2", 4, [_finding("spike", "fc", 9.0), _finding("nan", "fc", "NaN")])
+    _record(p, "job/rank1", 4, [_finding("overflow", "fc", "Infinity")])
+    _record(p, "job/rank1", 6, [_finding("nan", None, "NaN", source="loss")])
+    _record(p, "other/rank0", 2, [_finding("nan", "fc", "NaN")])  # another group
+    out = ranks_impl(p, "job/rank2")
+    assert out["group"] == "job"
+    assert [r["rank"] for r in out["ranks"]] == [0, 1, 2, 10]  # by number, not by name
+    assert [r["findings"] for r in out["ranks"]] == [0, 2, 2, 0]
+    assert (out["first_step"], out["last_step"], out["columns"]) == (0, 6, 7)
+    cells = {(c["row"], c["col"]): (c["kind"], c["module"], c["count"]) for c in out["cells"]}
+    assert cells == {
+        (1, 4): ("overflow", "fc", 1),
+        (1, 6): ("nan", "(loss)", 1),
+        (2, 4): ("nan", "fc", 2),  # the worst of the rank's two findings there
+    }
+    # the earliest finding across ranks: step 4, lowest rank first
+    assert (out["first"]["rank"], out["first"]["step"], out["first"]["kind"]) == (1, 4, "overflow")
+    assert out["ranks"][2]["first"]["kind"] == "spike"  # a rank's first is in the order found
+    assert rank_of("rank3") == (".", 3)
+    assert rank_of("a/b/rank12") == ("a/b", 12)
+    assert rank_of("a/rankx") is None
+    assert [r["run"] for r in ranks_impl(p, "other/rank0")["ranks"]] == ["other/rank0"]
+
+
+def test_ranks_route(mprovider):
+    client = TestClient(create_app(mprovider))
+    body = client.get("/api/views/monitor/ranks", params={"run": "r/rank0"}).json()
+    assert [r["run"] for r in body["ranks"]] == ["r/rank0"]
+    assert client.get("/api/views/monitor/ranks", params={"run": "nope"}).status_code == 404

@@ -4,13 +4,16 @@ Reads the ``monitor/findings`` records (UTF-8 JSON in a uint8 tensor, one per st
 findings plus one at step 0 listing the modules; spec in ``docs/guide/watch.md``), the
 ``monitor/anomalies`` scalar (every checked step) and the ``loss/auto`` scalar. Serves a
 heat map (rows = modules, columns = steps or bins of steps, a cell = the worst finding),
-markers for the loss curve and one step's findings. See ``docs/http_api/monitor.md``.
+markers for the loss curve, one step's findings, and the ranks of one run side by side
+(``<run>/rank<r>``, as ``watch`` and the adapters name them). See
+``docs/http_api/monitor.md``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +35,16 @@ if TYPE_CHECKING:
 
     from tensorsight.data import DataProvider
 
-__all__ = ["KINDS", "LOSS_ROW", "MAX_COLUMNS", "heatmap_impl", "runs_impl", "step_impl"]
+__all__ = [
+    "KINDS",
+    "LOSS_ROW",
+    "MAX_COLUMNS",
+    "heatmap_impl",
+    "rank_of",
+    "ranks_impl",
+    "runs_impl",
+    "step_impl",
+]
 
 TAG_FINDINGS = "monitor/findings"
 TAG_CHECKED = "monitor/anomalies"
@@ -43,6 +55,7 @@ LOSS_ROW = "(loss)"
 MAX_COLUMNS = 2000
 _SEVERITY = {k: i for i, k in enumerate(KINDS)}
 _KNOWN_VERSION = 1
+_RANK_RUN = re.compile(r"^(?:(?P<base>.*)/)?rank(?P<rank>\d+)$")
 
 
 def runs_impl(provider: DataProvider, runs: Sequence[str] | None = None) -> list[str]:
@@ -55,7 +68,8 @@ def runs_impl(provider: DataProvider, runs: Sequence[str] | None = None) -> list
     ]
 
 
-def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
+def _check_run(provider: DataProvider, run: str) -> None:
+    """NotFound unless ``run`` exists and holds findings."""
     try:
         info = provider.run_info(run)
     except KeyError:
@@ -64,18 +78,24 @@ def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
     if TAG_FINDINGS not in info.tags.get("tensors", ()):
         msg = f"Run {run[:200]!r} has no monitor findings (tensorsight.watch writes them)."
         raise NotFound(msg)
-    out = []
-    for rec in provider.read_tensors(run, TAG_FINDINGS):
-        try:
-            doc = json.loads(np.asarray(rec.values, dtype=np.uint8).tobytes().decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            continue  # not ours: skip it rather than fail the view
-        doc = _checked(doc)
-        if doc is None:
-            continue  # not ours, or of a newer version: skip it rather than fail the view
-        doc["step"] = int(rec.step)
-        out.append(doc)
-    return out
+
+
+def _parsed(rec: Any) -> dict[str, Any] | None:
+    """One findings record's well-formed parts, or ``None`` when it is not ours."""
+    try:
+        doc = json.loads(np.asarray(rec.values, dtype=np.uint8).tobytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None  # not ours: skip it rather than fail the view
+    doc = _checked(doc)
+    if doc is None:
+        return None  # not ours, or of a newer version: skip it rather than fail the view
+    doc["step"] = int(rec.step)
+    return doc
+
+
+def _records(provider: DataProvider, run: str) -> list[dict[str, Any]]:
+    _check_run(provider, run)
+    return [d for d in map(_parsed, provider.read_tensors(run, TAG_FINDINGS)) if d is not None]
 
 
 _TEXT_FIELDS = ("kind", "source", "where", "tensor", "dtype", "stat", "module")
@@ -231,7 +251,10 @@ def _finding(f: dict[str, Any], step: int) -> dict[str, Any]:
 
 def step_impl(provider: DataProvider, run: str, step: int) -> dict[str, Any]:
     """Every finding of one step, in the order found, with the dump folder if recorded."""
-    found = [doc for doc in _records(provider, run) if doc["step"] == step]
+    _check_run(provider, run)
+    # the step's records only: the provider indexes them by step (one click, one step)
+    records = provider.read_tensors_at(run, TAG_FINDINGS, step)
+    found = [d for d in map(_parsed, records) if d is not None]
     if not found:
         msg = f"Run {run[:200]!r} has no monitor findings at step {step}."
         raise NotFound(msg)
@@ -260,6 +283,92 @@ def step_impl(provider: DataProvider, run: str, step: int) -> dict[str, Any]:
     }
 
 
+def rank_of(run: str) -> tuple[str, int] | None:
+    """``(group, rank)`` of a rank run: ``"exp/rank3"`` -> ``("exp", 3)``, ``"rank0"`` ->
+    ``(".", 0)``; None for a run that is not named ``<run>/rank<r>``."""
+    m = _RANK_RUN.match(run)
+    if m is None:
+        return None
+    return (m.group("base") or ".", int(m.group("rank")))
+
+
+def ranks_impl(
+    provider: DataProvider, run: str, *, max_columns: int = MAX_COLUMNS
+) -> dict[str, Any]:
+    """Every rank of ``run``'s group side by side: one row per rank, one column per step (or
+    bin), a cell = that rank's worst finding there (see the HTTP API doc)."""
+    _check_run(provider, run)
+    key = rank_of(run)
+    if key is None:
+        members = [(0, run)]
+        group = run
+    else:
+        group = key[0]
+        members = sorted(
+            (k[1], name)
+            for name in runs_impl(provider)
+            if (k := rank_of(name)) is not None and k[0] == group
+        )
+    per_rank = [(rank, name, _records(provider, name)) for rank, name in members]
+    steps = [doc["step"] for _, _, docs in per_rank for doc in docs]
+    for _, name, _ in per_rank:
+        checked = _scalar(provider, name, TAG_CHECKED)
+        if checked is not None and len(checked[0]):
+            steps += [int(checked[0].min()), int(checked[0].max())]
+    first, last = (min(steps), max(steps)) if steps else (0, 0)
+    width = max(1, math.ceil((last - first + 1) / max_columns))
+    cells: dict[tuple[int, int], dict[str, Any]] = {}
+    ranks = []
+    earliest: tuple[int, int, dict[str, Any]] | None = None
+    for row, (rank, name, docs) in enumerate(per_rank):
+        count = 0
+        first_finding = None
+        dump = None
+        for doc in sorted(docs, key=lambda d: int(d["step"])):
+            findings = doc.get("findings") or []
+            step = doc["step"]
+            dump = dump or doc.get("dump")
+            count += len(findings) + int(doc.get("truncated", 0))
+            if findings and first_finding is None:
+                first_finding = _ranked(findings[0], step)
+            col = (step - first) // width
+            for f in findings:
+                severity = _SEVERITY.get(f.get("kind"), len(KINDS))
+                cell = cells.get((row, col))
+                if cell is None or severity < cell["sev"]:
+                    kept = 0 if cell is None else cell["count"]
+                    cells[(row, col)] = cell = {"row": row, "col": col, "sev": severity}
+                    cell.update(_ranked(f, step), count=kept)
+                cell["count"] += 1
+        ranks.append(
+            {"rank": rank, "run": name, "findings": count, "first": first_finding, "dump": dump}
+        )
+        if first_finding is not None:
+            candidate = (first_finding["step"], rank, {"rank": rank, "run": name, **first_finding})
+            if earliest is None or candidate[:2] < earliest[:2]:
+                earliest = candidate
+    for cell in cells.values():
+        del cell["sev"]
+    return {
+        "run": run,
+        "group": group,
+        "kinds": list(KINDS),
+        "ranks": ranks,
+        "first_step": first,
+        "last_step": last,
+        "bin": width,
+        "columns": (last - first) // width + 1,
+        "cells": sorted(cells.values(), key=lambda c: (c["row"], c["col"])),
+        "first": None if earliest is None else earliest[2],
+    }
+
+
+def _ranked(f: dict[str, Any], step: int) -> dict[str, Any]:
+    """A finding as the ranks view shows it: ``_finding`` with its module's row name."""
+    module = f.get("module")
+    return {**_finding(f, step), "module": LOSS_ROW if module is None else str(module)}
+
+
 class MonitorView(View):
     """What ``tensorsight.watch`` found: a per-module heat map over steps, loss markers."""
 
@@ -277,6 +386,7 @@ class MonitorView(View):
             Route("/runs", self._runs),
             Route("/heatmap", self._heatmap),
             Route("/step", self._step),
+            Route("/ranks", self._ranks),
         ]
 
     async def _runs(self, request: Request) -> Response:
@@ -287,6 +397,11 @@ class MonitorView(View):
         run = require_param(request, "run")
         cols = int_param(request, "max_columns", MAX_COLUMNS, 1, MAX_COLUMNS)
         return await offload_json(request, heatmap_impl, self.provider, run, max_columns=cols)
+
+    async def _ranks(self, request: Request) -> Response:
+        run = require_param(request, "run")
+        cols = int_param(request, "max_columns", MAX_COLUMNS, 1, MAX_COLUMNS)
+        return await offload_json(request, ranks_impl, self.provider, run, max_columns=cols)
 
     async def _step(self, request: Request) -> Response:
         run = require_param(request, "run")

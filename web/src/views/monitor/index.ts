@@ -1,5 +1,6 @@
 // Monitor view: what tensorsight.watch found, as a per-module heat map over steps (colour = the
 // worst finding of a cell) and as markers on the loss curve; a click shows one step's findings.
+// A run named <group>/rank<r> also gets its group's ranks side by side (a row per rank).
 import "./monitor.css";
 import { getJson, toNumber } from "../../api/client";
 import { formatNumber, niceTicks } from "../../core/format";
@@ -8,6 +9,8 @@ import {
   CLEAN,
   columnSteps,
   describeFinding,
+  firstAcrossRanks,
+  isRankRun,
   kindColor,
   KIND_COLORS,
   moduleLabel,
@@ -16,6 +19,8 @@ import {
   type Cell,
   type Heatmap,
   type Marker,
+  type RankCell,
+  type Ranks,
   type StepFindings,
 } from "./model";
 
@@ -34,17 +39,31 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const heat = h("canvas", { id: "mon-heat" });
   const hover = h("div", { class: "mon-hover muted", id: "mon-hover" }, "Hover a cell for its finding; click a cell or a ▼ marker for the step's findings.");
   const detail = h("div", { class: "mon-detail", id: "mon-detail" });
+  const ranksCanvas = h("canvas", { id: "mon-ranks" });
+  const ranksNote = h("div", { class: "muted mon-hover", id: "mon-ranks-first" });
+  const ranksHover = h("div", { class: "mon-hover muted", id: "mon-ranks-hover" });
+  const ranksPanel = h(
+    "div",
+    { class: "mon-panel", id: "mon-ranks-panel", hidden: "" },
+    h("h4", {}, "Ranks side by side: worst finding per rank (rows) and step (columns); click a cell to open that rank at that step"),
+    ranksNote,
+    h("div", { class: "mon-heat-wrap" }, ranksCanvas),
+    ranksHover,
+  );
   const heatWrap = h("div", { class: "mon-heat-wrap" }, heat);
   el.append(
     h("div", { class: "toolbar" }, h("label", {}, "run ", pick), legend, h("label", {}, flagged, " only modules with findings")),
     meta,
     error,
     h("div", { class: "mon-panel" }, h("h4", {}, "Loss (loss/auto); ▼ steps with findings"), loss),
+    ranksPanel,
     h("div", { class: "mon-panel" }, h("h4", {}, "Findings per module (rows) and step (columns)"), heatWrap, hover),
     detail,
   );
   const hidden = new Set<string>();
   let data: Heatmap | null = null;
+  let ranks: Ranks | null = null;
+  const RANK_H = 18;
   let rows: number[] = [];
   let left = 120;
   let rowH = 16;
@@ -196,9 +215,83 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     heat.dataset.geometry = JSON.stringify({ left, rowH, colW: cw, rows: rows.map((r) => data!.modules[r]) });
   }
 
+  function drawRanks(): void {
+    const g = ranksCanvas.getContext("2d");
+    if (!g || !ranks || ranks.ranks.length < 2) {
+      ranksPanel.hidden = true;
+      return;
+    }
+    ranksPanel.hidden = false;
+    ranksNote.textContent = firstAcrossRanks(ranks);
+    ranksCanvas.width = loss.width;
+    ranksCanvas.height = ranks.ranks.length * RANK_H + 4;
+    g.clearRect(0, 0, ranksCanvas.width, ranksCanvas.height);
+    const cw = plotW() / Math.max(1, ranks.columns);
+    g.textAlign = "right";
+    g.textBaseline = "middle";
+    ranks.ranks.forEach((r, i) => {
+      const y = i * RANK_H;
+      g.fillStyle = CLEAN;
+      g.fillRect(left, y + 1, plotW(), RANK_H - 2);
+      const current = r.run === pick.value;
+      g.font = `${current ? "bold " : ""}11px sans-serif`;
+      g.fillStyle = current ? "#000" : "#333";
+      g.fillText(`${current ? "▶ " : ""}rank ${r.rank}`, left - 6, y + RANK_H / 2);
+    });
+    let drawn = 0;
+    for (const c of ranks.cells) {
+      if (hidden.has(c.kind)) continue;
+      g.fillStyle = kindColor(c.kind);
+      g.fillRect(left + c.col * cw, c.row * RANK_H + 1, Math.max(1, cw - (cw > 4 ? 1 : 0)), RANK_H - 2);
+      drawn++;
+    }
+    ranksCanvas.dataset.cells = String(drawn);
+    ranksCanvas.dataset.geometry = JSON.stringify({ left, rowH: RANK_H, colW: cw, firstStep: ranks.first_step, bin: ranks.bin, ranks: ranks.ranks.map((r) => r.rank) });
+  }
+
+  function rankCellAt(ev: MouseEvent): { row: number; col: number; cell: RankCell | null } | null {
+    if (!ranks) return null;
+    const r = ranksCanvas.getBoundingClientRect();
+    const x = ev.clientX - r.left;
+    const row = Math.floor((ev.clientY - r.top) / RANK_H);
+    if (x < left || x > left + plotW() || row < 0 || row >= ranks.ranks.length) return null;
+    const col = Math.min(ranks.columns - 1, Math.floor(((x - left) / plotW()) * ranks.columns));
+    const cell = ranks.cells.find((c) => c.row === row && c.col === col && !hidden.has(c.kind)) ?? null;
+    return { row, col, cell };
+  }
+
+  ranksCanvas.addEventListener("mousemove", (ev) => {
+    const hit = rankCellAt(ev);
+    if (!hit || !ranks) {
+      ranksHover.textContent = "";
+      return;
+    }
+    const [lo, hi] = columnSteps(ranks, hit.col);
+    const steps = lo === hi ? `step ${lo}` : `steps ${lo}–${hi}`;
+    const who = `rank ${ranks.ranks[hit.row]!.rank}`;
+    if (!hit.cell) {
+      ranksHover.textContent = `${who} · ${steps}: no finding`;
+      return;
+    }
+    const more = hit.cell.count > 1 ? ` (worst of ${hit.cell.count} findings)` : "";
+    ranksHover.textContent = `${who} · ${steps}: step ${hit.cell.step}, ${describeFinding(hit.cell)} in ${moduleLabel(hit.cell.module)}${more}`;
+  });
+  ranksCanvas.addEventListener("mouseleave", () => {
+    ranksHover.textContent = "";
+  });
+  ranksCanvas.addEventListener("click", (ev) => {
+    const hit = rankCellAt(ev);
+    if (!hit || !ranks) return;
+    const run = ranks.ranks[hit.row]!.run;
+    if (![...pick.options].some((o) => o.value === run)) pick.append(h("option", { value: run }, run));
+    pick.value = run;
+    void load(hit.cell ? hit.cell.step : undefined);
+  });
+
   function draw(): void {
     if (!data) return;
     drawLoss();
+    drawRanks();
     drawHeat();
   }
 
@@ -289,12 +382,18 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     detail.dataset.step = String(s.step);
   }
 
-  async function load(): Promise<void> {
+  async function load(openStep?: number): Promise<void> {
     error.textContent = "";
     const width = Math.max(400, el.clientWidth - 24);
     loss.width = width;
+    const columns = Math.max(1, Math.floor(width - 240));
     try {
-      data = await getJson<Heatmap>("/api/views/monitor/heatmap", { run: pick.value, max_columns: Math.max(1, Math.floor(width - 240)) });
+      const [heatmap, group] = await Promise.all([
+        getJson<Heatmap>("/api/views/monitor/heatmap", { run: pick.value, max_columns: columns }),
+        isRankRun(pick.value) ? getJson<Ranks>("/api/views/monitor/ranks", { run: pick.value, max_columns: columns }) : Promise.resolve(null),
+      ]);
+      data = heatmap;
+      ranks = group;
     } catch (err) {
       error.textContent = (err as Error).message;
       return;
@@ -302,7 +401,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     const g = loss.getContext("2d");
     if (g) {
       g.font = "11px sans-serif";
-      const widest = Math.max(40, ...data.modules.map((m) => g.measureText(moduleLabel(m)).width));
+      const labels = [...data.modules.map(moduleLabel), ...(ranks?.ranks ?? []).map((r) => `▶ rank ${r.rank}`)];
+      const widest = Math.max(40, ...labels.map((m) => g.measureText(m).width));
       left = Math.min(MAX_LABEL, Math.ceil(widest) + 14);
     }
     buildLegend(data.kinds);
@@ -311,7 +411,8 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     meta.textContent = `${data.run}: ${data.checked_steps} steps checked (${data.first_step}–${data.last_step}${cols}), ${data.modules.length} rows, ${n} step${n === 1 ? "" : "s"} with findings` + (n ? `, first at step ${data.markers[0]!.step}` : "");
     draw();
     detail.replaceChildren();
-    if (n) void showStep(data.markers[0]!.step);
+    if (openStep !== undefined) void showStep(openStep);
+    else if (n) void showStep(data.markers[0]!.step);
   }
 
   pick.addEventListener("change", () => void load());

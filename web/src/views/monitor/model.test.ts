@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { columnOf, columnSteps, describeFinding, kindColor, nearestMarker, visibleRows, type Heatmap } from "./model";
+import { columnOf, columnSteps, describeFinding, firstAcrossRanks, isRankRun, kindColor, nearestMarker, visibleRows, type Heatmap } from "./model";
 
 const heat: Heatmap = {
   run: "r",
@@ -43,5 +43,24 @@ describe("monitor model", () => {
     const xOf = (s: number): number => s * 10;
     expect(nearestMarker(markers, 88, xOf)?.step).toBe(9);
     expect(nearestMarker(markers, 200, xOf)).toBeNull();
+  });
+});
+
+describe("ranks", () => {
+  it("recognises rank runs and names the first rank that went bad", () => {
+    expect(isRankRun("exp/rank3")).toBe(true);
+    expect(isRankRun("rank0")).toBe(true);
+    expect(isRankRun("exp/rank3/extra")).toBe(false);
+    expect(isRankRun("frank1")).toBe(false);
+    const f = { step: 4, kind: "nan", source: "activation", where: "fc", tensor: "output.0", dtype: "float32", stat: "amax", value: "NaN" as const, module: "fc" };
+    const base = { run: "j/rank0", group: "j", kinds: [], first_step: 0, last_step: 6, bin: 1, columns: 7, cells: [] };
+    const rows = [
+      { rank: 0, run: "j/rank0", findings: 0, first: null, dump: null },
+      { rank: 1, run: "j/rank1", findings: 3, first: f, dump: null },
+    ];
+    expect(firstAcrossRanks({ ...base, ranks: rows, first: { ...f, rank: 1, run: "j/rank1" } })).toBe(
+      "2 ranks of j, 1 with findings; first: rank 1 at step 4, nan in fc (activation output.0).",
+    );
+    expect(firstAcrossRanks({ ...base, ranks: rows.slice(0, 1), first: null })).toBe("1 rank of j: no findings on any rank.");
   });
 });

@@ -114,3 +114,47 @@ export function nearestMarker(markers: Marker[], x: number, xOf: (step: number) 
   }
   return best;
 }
+
+export interface RankRow {
+  rank: number;
+  run: string;
+  findings: number;
+  first: (Finding & { module: string }) | null;
+  dump: { step: number; path: string } | null;
+}
+
+export interface RankCell extends Finding {
+  row: number;
+  col: number;
+  count: number;
+  module: string;
+}
+
+/** GET /ranks: the ranks of one run's group, one row per rank. */
+export interface Ranks {
+  run: string;
+  group: string;
+  kinds: string[];
+  ranks: RankRow[];
+  first_step: number;
+  last_step: number;
+  bin: number;
+  columns: number;
+  cells: RankCell[];
+  first: (Finding & { module: string; rank: number; run: string }) | null;
+}
+
+/** Whether a run is one rank of a group ("exp/rank3", "rank0"), as watch and the adapters name them. */
+export function isRankRun(run: string): boolean {
+  return /(^|\/)rank\d+$/.test(run);
+}
+
+/** The sentence under the ranks panel: which rank went bad first, where. */
+export function firstAcrossRanks(r: Ranks): string {
+  const n = r.ranks.length;
+  const ranks = `${n} rank${n === 1 ? "" : "s"} of ${r.group}`;
+  if (!r.first) return `${ranks}: no findings on any rank.`;
+  const f = r.first;
+  const bad = r.ranks.filter((x) => x.findings > 0).length;
+  return `${ranks}, ${bad} with findings; first: rank ${f.rank} at step ${f.step}, ${f.kind} in ${moduleLabel(f.module)} (${f.source} ${f.tensor}).`;
+}
