@@ -301,6 +301,61 @@ def test_in_place_writes_are_not_served_from_the_cache(
 
 
 @needs_native
+def test_views_of_one_tensor_share_a_measurement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # attention's q/k/v: split -> view -> transpose, none of them dense; then a permuted
+    # view of the whole (dense) and a strided slice of other elements
+    qkv = torch.arange(4 * 63 * 192 * 3, dtype=torch.float32).reshape(4, 63, 576) / 1e4
+    counts: list[int] = []
+
+    def run() -> None:
+        before = NATIVE.ops.slow_count()
+        q, k, _ = qkv.split(192, dim=2)
+        q.view(4, 63, 4, 48).transpose(1, 2).mul(1)  # q's elements again: one copy, reused
+        k.mul(1)
+        qkv.transpose(0, 1).mul(1)
+        qkv[:, ::2, :].mul(1)
+        counts.append(NATIVE.ops.slow_count() - before)
+
+    dump = _dump(tmp_path / "d", run, monkeypatch)
+    rows = {(o.op, t.tensor): t for o in _ops(dump) for t in o.tensors}
+    q, k = qkv.split(192, dim=2)[:2]
+    _check(rows["aten.split.Tensor", "output.0"], q.numpy())
+    _check(rows["aten.split.Tensor", "output.1"], k.numpy())
+    _check(rows["aten.transpose.int", "output.0"], qkv.numpy())
+    _check(rows["aten.slice.Tensor", "output.0"], qkv[:, ::2, :].numpy())
+    muls = [o for o in _ops(dump) if o.op == "aten.mul.Tensor"]
+    _check(muls[0].tensors[0], q.numpy())
+    _check(muls[1].tensors[0], k.numpy())
+    _check(muls[3].tensors[0], qkv[:, ::2, :].numpy())
+    # measured through a copy: q, k, v at the split and the slice, once each (before the
+    # cache knew layouts, every view of them was copied again)
+    assert counts == [4]
+
+
+@needs_native
+def test_the_cache_forgets_storages_that_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each cached storage's entry kept its (freed) StorageImpl allocated until a pull: left
+    # for the whole run, they fragmented the heap (it grew by a step's activations a step)
+    sizes: list[int] = []
+
+    def run() -> None:
+        for _ in range(50):
+            torch.ones(20_000).mul(2)  # above the cache's minimum size; dies at once
+
+    monkeypatch.setenv("TENSORSIGHT_CAPTURE", "auto")
+    with tensorsight.dump(tmp_path / "d", mode="statistics") as d:
+        for _ in range(3):
+            run()
+            d.step()
+            sizes.append(NATIVE.ops.cache_size())
+    assert max(sizes) <= 4  # what is still alive, not 100 dead storages a step
+
+
+@needs_native
 def test_filters_and_other_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
     x = torch.randn(3, 4)

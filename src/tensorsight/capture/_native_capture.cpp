@@ -78,7 +78,7 @@ struct OpInfo {
 /* the schema type behind an int IValue (a dtype, layout or memory format travels as one) */
 enum ArgKind { kPlain = 0, kDtype = 1, kLayout = 2, kMemoryFormat = 3 };
 
-/* what one storage's cached measurements are: the elements (data pointer, count, dtype) at
+/* what one storage's cached measurements are: the elements (data pointer, count, layout, dtype) at
    one version of the viewing tensor. Any write by an op to the storage drops them all: a
    version number alone does not name the contents (``t.data`` has its own counter). */
 struct Entry {
@@ -86,6 +86,7 @@ struct Entry {
   int64_t numel;
   int64_t dtype;
   int64_t version;
+  std::vector<int64_t> layout;  // layout_of(): which elements from data on
   std::array<double, 8> stats;
 };
 
@@ -107,6 +108,7 @@ struct State {
   std::unordered_map<const char*, int32_t> node_names;  // by typeid name
   std::unordered_map<int64_t, int32_t> seq_module;  // forward sequence number -> module id
   std::unordered_map<const void*, PerStorage> cache;  // by StorageImpl, while it lives
+  size_t cache_swept = 0;  // entries left by the last sweep (see sweep())
   uint64_t seq_seen = 0;  // sequence numbers below this have been given a module
   std::vector<std::pair<std::thread::id, at::CallbackHandle>> stale;  // see stop()
   // records: per op [name, direction, module, grad_fn, tensors, args]; per tensor [name, dtype,
@@ -236,8 +238,50 @@ bool measure(const at::Tensor& t, double* out) {
 }
 
 bool cacheable(const at::Tensor& t) {
-  return t.numel() > kCacheMinNumel && t.is_cpu() && t.has_storage() && !t.is_inference() &&
-         t.is_non_overlapping_and_dense();
+  return t.numel() > kCacheMinNumel && t.is_cpu() && t.has_storage() && !t.is_inference();
+}
+
+/* the elements a strided tensor reads from its data pointer on, in a form that does not
+   depend on the order of its dimensions: (size, stride) pairs without size-1 dimensions,
+   sorted by stride, a dimension folded into the next when they are one run (stride of one
+   = size * stride of the other). Equal forms read the same elements, so views of one
+   tensor (``split`` -> ``view`` -> ``transpose``, as attention's q/k/v) share one
+   measurement; a dense tensor's form is [numel, 1] whatever its order. */
+std::vector<int64_t> layout_of(const at::Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  auto sizes = t.sizes();
+  auto strides = t.strides();
+  for (size_t i = 0; i < sizes.size(); i++) {
+    if (sizes[i] != 1) dims.emplace_back(strides[i], sizes[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  std::vector<int64_t> out;
+  int64_t size = 0, stride = 0;
+  for (const auto& [st, sz] : dims) {
+    if (size != 0 && stride > 0 && st == size * stride) {
+      size *= sz;  // this dimension continues the run
+      continue;
+    }
+    if (size != 0) out.insert(out.end(), {size, stride});
+    size = sz;
+    stride = st;
+  }
+  if (size != 0) out.insert(out.end(), {size, stride});
+  return out;
+}
+
+/* drop the entries of storages that died. Each entry's weak reference keeps its StorageImpl
+   object allocated (not its data); left until a freed address came back, thousands of dead
+   StorageImpls a step stayed scattered among the tensors' memory, and the heap grew by
+   ~20 MB a step on a small transformer (fragmentation: malloc's free memory grew, its
+   memory in use did not), each step's tensors landing on fresh pages (page faults, about a
+   quarter of the capture's cost). Called at each pull (a step's end, every PULL_SECS while
+   modules run) and when the cache doubled since the last sweep. */
+void sweep() {
+  for (auto i = g->cache.begin(); i != g->cache.end();) {
+    i = i->second.storage.expired() ? g->cache.erase(i) : std::next(i);
+  }
+  g->cache_swept = g->cache.size();
 }
 
 /* measured now, or the measurement of the same elements at the same version */
@@ -247,12 +291,14 @@ bool measure_cached(const at::Tensor& t, double* out) {
   const void* data = t.const_data_ptr();
   auto dtype = static_cast<int64_t>(t.scalar_type());
   auto version = static_cast<int64_t>(t._version());
+  std::vector<int64_t> layout = layout_of(t);
   auto it = g->cache.find(impl);
   if (it != g->cache.end()) {
     auto alive = it->second.storage.lock();
     if (alive && alive.get() == impl) {
       for (const Entry& e : it->second.entries) {
-        if (e.data == data && e.numel == t.numel() && e.dtype == dtype && e.version == version) {
+        if (e.data == data && e.numel == t.numel() && e.dtype == dtype && e.version == version &&
+            e.layout == layout) {
           std::memcpy(out, e.stats.data(), 8 * sizeof(double));
           return true;
         }
@@ -264,19 +310,15 @@ bool measure_cached(const at::Tensor& t, double* out) {
   }
   if (!measure(t, out)) return false;
   if (it == g->cache.end()) {
-    if (g->cache.size() > 50000) {
-      for (auto i = g->cache.begin(); i != g->cache.end();) {
-        i = i->second.storage.expired() ? g->cache.erase(i) : std::next(i);
-      }
-    }
+    if (g->cache.size() > std::max<size_t>(4096, 2 * g->cache_swept)) sweep();
     PerStorage fresh{c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()), {}};
     it = g->cache.emplace(impl, std::move(fresh)).first;
   }
   auto& entries = it->second.entries;
   if (entries.size() >= 8) entries.erase(entries.begin());
-  Entry e{data, t.numel(), dtype, version, {}};
+  Entry e{data, t.numel(), dtype, version, std::move(layout), {}};
   std::memcpy(e.stats.data(), out, 8 * sizeof(double));
-  entries.push_back(e);
+  entries.push_back(std::move(e));
   return true;
 }
 
@@ -691,6 +733,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, std::vector<std::stri
   g->shapes.clear();
   g->stats.clear();
   ts_pending = 0;
+  sweep();
   return {ops, tensors, shapes, stats, fresh};
 }
 
@@ -706,6 +749,7 @@ void reset() {
   g->node_names.clear();
   g->seq_module.clear();
   g->cache.clear();
+  g->cache_swept = 0;
   g->op_rows.clear();
   g->tensor_rows.clear();
   g->shapes.clear();
@@ -732,6 +776,13 @@ std::vector<double> measure_one(const at::Tensor& t) {
 
 int64_t slow_count() { return g == nullptr ? 0 : g->slow; }
 
+/* storages with cached measurements (tests: dead ones go at each pull) */
+int64_t cache_size() {
+  if (g == nullptr) return 0;
+  std::lock_guard<std::mutex> guard(g->lock);
+  return static_cast<int64_t>(g->cache.size());
+}
+
 int64_t dtype_code(const at::Tensor& t) { return static_cast<int64_t>(t.scalar_type()); }
 
 }  // namespace
@@ -744,5 +795,6 @@ TORCH_LIBRARY(tensorsight_native, m) {
   m.def("reset() -> ()", reset);
   m.def("measure(Tensor t) -> float[]", measure_one);
   m.def("slow_count() -> int", slow_count);
+  m.def("cache_size() -> int", cache_size);
   m.def("dtype_code(Tensor t) -> int", dtype_code);
 }

@@ -298,12 +298,18 @@ class NativeOpCapture(CaptureBackend):
         ops, tensors, shapes, stats = (t.tolist() for t in (ops_t, tensors_t, shapes_t, stats_t))
         paths, dtype, recorder = self._paths, self._lib.dtype, self.recorder
         dtypes: dict[int, str] = {}
-        commit, wants, filtered = recorder.commit_rows, recorder.wants, recorder.filtered
+        wants, filtered = recorder.wants, recorder.filtered
+        # the rows of many ops go to the writer at once (recorder.commit_many: one lock and
+        # one check per pull, not per op); a deferred row first sends the ones before it
+        batch: list[tuple[Any, ...]] = []
+        commit_many = recorder.commit_many
         k = s = 0
         later = iter(deferred)
         due = next(later, None)
         for position, (name_id, direction, module, grad_fn, count, args) in enumerate(ops):
             while due is not None and due[0] <= position:
+                commit_many(batch)
+                batch = []
                 self._commit_deferred(*due[1])
                 due = next(later, None)
             entries = []
@@ -311,7 +317,7 @@ class NativeOpCapture(CaptureBackend):
                 dt = dtypes.get(code)
                 if dt is None:
                     dt = dtypes[code] = dtype(code)
-                shape = torch.Size(shapes[s : s + ndim])
+                shape = tuple(shapes[s : s + ndim])  # the writer keeps a tuple
                 s += ndim
                 values = stats[k] if ok else None
                 k += 1
@@ -320,14 +326,12 @@ class NativeOpCapture(CaptureBackend):
             op, path = strings[name_id], paths[module]
             if filtered and not wants(op, path):
                 continue
-            commit(
-                op,
-                "backward" if direction else "forward",
-                path,
-                entries,
-                grad_fn=strings[grad_fn] if grad_fn >= 0 else None,
-                args=strings[args] if args >= 0 else None,
-            )
+            batch.append((
+                op, "backward" if direction else "forward", path,
+                strings[grad_fn] if grad_fn >= 0 else None, None, entries,
+                strings[args] if args >= 0 else None,
+            ))  # fmt: skip
+        commit_many(batch)
         while due is not None:
             self._commit_deferred(*due[1])
             due = next(later, None)

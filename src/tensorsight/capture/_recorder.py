@@ -264,6 +264,19 @@ class Recorder:
             nbytes = sum(int(s[6].nbytes) for s in snaps if s[6] is not None)
         self.writer.add_op(index, op, direction, module_path, grad_fn, stack, snaps, nbytes, args)
 
+    def commit_many(
+        self,
+        ops: Sequence[tuple[str, str, str, str | None, str | None, list[Snapshot], str | None]],
+    ) -> None:
+        """:meth:`commit_rows` of many statistics-mode ops at once, in order: each
+        ``(op, direction, module_path, grad_fn, stack, snaps, args)``, with no tensor copies
+        (the native capture's rows: one writer call for a whole pull)."""
+        if not ops:
+            return
+        index = self.index
+        self.index += len(ops)
+        self.writer.add_ops([(index + i, *row) for i, row in enumerate(ops)])
+
 
 _CACHE_MIN_NUMEL = 1 << 13
 

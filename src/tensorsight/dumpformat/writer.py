@@ -17,6 +17,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -202,6 +203,33 @@ class DumpWriter:
             self._batch_rows += len(entries)
             if nbytes or self._batch_rows >= BATCH_ROWS:
                 self._send_batch()
+        if self._pending_rows > MAX_QUEUE_ROWS:
+            self._wait_for_rows()
+
+    def add_ops(
+        self,
+        ops: Sequence[tuple[int, str, str, str, str | None, str | None, list[Entry], str | None]],
+    ) -> None:
+        """:meth:`add_op` for many ops without tensor copies, in order: each ``(index, op,
+        direction, module_path, grad_fn, stack, entries, args)``. The same messages reach the
+        writer thread (batches of :data:`BATCH_ROWS` rows) for one check and one lock."""
+        if not ops:
+            return
+        self._check_open()
+        with self._batch_lock:
+            batch = self._batch
+            rows = self._batch_rows
+            for index, op, direction, module_path, grad_fn, stack, entries, args in ops:
+                batch.append(
+                    (("op", index, op, direction, module_path, grad_fn, stack, entries, args), 0)
+                )
+                rows += len(entries)
+                if rows >= BATCH_ROWS:
+                    self._batch_rows = rows
+                    self._send_batch()
+                    batch = self._batch
+                    rows = 0
+            self._batch_rows = rows
         if self._pending_rows > MAX_QUEUE_ROWS:
             self._wait_for_rows()
 
