@@ -29,8 +29,8 @@
  * it runs in two passes over each run of TS_SUB elements (moments and KL, then errors, the
  * second reading the first's float64 copy from L1), so no accumulator spills to the
  * stack. Measured on an AMD EPYC (Zen 5, KVM), one thread, thread CPU time: AVX-512 ~9.4
- * cycles per 4 elements, AVX2 ~14 (~15 with the KL form chosen per vector, ~18 before
- * the two passes; ~5 on runs equal bit for bit), portable ~80 (was ~105). Each loop is
+ * cycles per 4 elements, AVX2 ~14.6 (~15.2 with the KL form chosen per vector, ~18 before
+ * the two passes; ~5.3 on runs equal bit for bit), portable ~80 (was ~105). Each loop is
  * compiled with a per-function target attribute, so only the functions the CPU can run
  * are ever called.
  * Both explicit loops are bound by their vector operations, not by memory: on that EPYC a
