@@ -502,21 +502,80 @@ def _raw_squares(kernel, x, y, kx, ky):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shift_in_rms", [0.0, 3.0, 7.0, 50.0, 1e6])
-def test_sums_of_squares_whatever_the_chunk_shift(kernel, dtype, shift_in_rms):
+@pytest.mark.parametrize(
+    ("shift_in_rms", "path"),
+    [(0.0, "derived"), (3.0, "derived"), (7.0, "direct"), (50.0, "direct"), (1e6, "direct")],
+)
+def test_sums_of_squares_whatever_the_chunk_shift(kernel, dtype, shift_in_rms, path):
     """The explicit loops derive sum x^2 from the shifted sums; far shifts (a chunk whose
     first element is an outlier) cancel digits there, so those blocks sum x^2 directly: the
-    result stays within 1e-12 of the exact sum for every shift."""
+    result stays within 1e-12 of the exact sum for every shift. The derivation is kept while
+    |k| (2 |sum (x - k)| + n |k|) <= 64 sum x^2: here (mean 0.24 rms) up to a shift of about
+    5 rms; the path counters show which one each block took."""
     rng = np.random.default_rng(15)
     n = 3 * 8192 + 13  # several blocks and a tail
     x = (rng.standard_normal(n) * 2 + 0.5).astype(dtype)
     y = (x * (1 + 1e-3 * rng.standard_normal(n))).astype(dtype)
     rms = float(np.sqrt(np.mean(x.astype(np.float64) ** 2)))
     kx = ky = float(dtype(shift_in_rms * rms))
+    _native.path_counts(reset=True)
     got = _raw_squares(kernel, x, y, kx, ky)
+    counts = _native.path_counts(reset=True)
     for a, g in zip((x, y), got, strict=True):
         exact = float(np.sum(a.astype(np.longdouble) ** 2))
         assert g == pytest.approx(exact, rel=1e-12, abs=0)
+    blocks = 2 * 4  # three whole blocks and one of 13 elements, two sides
+    if kernel.isa == "portable":  # it sums x^2 directly, with no counter
+        assert (counts["squares_derived"], counts["squares_direct"]) == (0, 0)
+    elif path == "derived":
+        assert (counts["squares_derived"], counts["squares_direct"]) == (blocks, 0)
+    else:
+        assert (counts["squares_derived"], counts["squares_direct"]) == (0, blocks)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_runs_equal_bit_for_bit_take_the_short_path_and_agree(kernel, dtype):
+    """Equal stretches (as before a first divergence) skip the error pass on AVX2 (and KL's
+    terms too when both sides have the same range); the metrics agree with numpy whether the
+    pair is all equal, equal in part (different ranges), or equal except for a sign of
+    zero."""
+    rng = np.random.default_rng(17)
+    n = 2 * NATIVE_CHUNK_ELEMS + 1001
+    bench = (rng.standard_normal(n) * 3 + 1).astype(dtype)
+    _native.path_counts(reset=True)
+    _agree(bench, bench.copy())
+    equal_runs = _native.path_counts(reset=True)["equal_runs"]
+    target = bench.copy()
+    target[n // 2 :] *= dtype(1 + 1e-3)  # the second half diverges
+    target[::4096] = bench[::4096] * dtype(2)  # and one element in each 4096
+    _agree(bench, target)
+    part = _native.path_counts(reset=True)["equal_runs"]
+    zeros = np.zeros(5000, dtype=dtype)
+    signed = zeros.copy()
+    signed[4000] = -0.0  # equal as numbers, not as bits
+    _agree(zeros, signed)
+    if kernel.isa == "avx2":
+        assert equal_runs >= n // 1024 - 2
+        assert 0 < part < equal_runs // 2
+    else:
+        assert equal_runs == part == 0
+
+
+def test_a_wild_ratio_in_one_run_redoes_only_that_runs_kl(kernel):
+    """The AVX2 loop sums KL's series in one form per run (chosen from the previous run)
+    and sums a run again when one of its ratios needs a longer form."""
+    rng = np.random.default_rng(18)
+    n = 16 * 1024
+    bench = (rng.standard_normal(n) + 4).astype(np.float32)
+    target = (bench * (1 + 1e-5 * rng.standard_normal(n))).astype(np.float32)
+    target[5000] = bench[5000] * 1.5  # a ratio far from 1 in the fifth run
+    _native.path_counts(reset=True)
+    _agree(bench, target)
+    redone = _native.path_counts(reset=True)["kl_redone"]
+    if kernel.isa == "avx2":
+        assert redone == 1
+    else:
+        assert redone == 0
 
 
 def test_cosine_and_scale_fit_when_a_chunk_starts_with_an_outlier():

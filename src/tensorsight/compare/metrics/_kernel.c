@@ -29,7 +29,8 @@
  * it runs in two passes over each run of TS_SUB elements (moments and KL, then errors, the
  * second reading the first's float64 copy from L1), so no accumulator spills to the
  * stack. Measured on an AMD EPYC (Zen 5, KVM), one thread, thread CPU time: AVX-512 ~9.4
- * cycles per 4 elements, AVX2 ~14.5 (was ~18), portable ~80 (was ~105). Each loop is
+ * cycles per 4 elements, AVX2 ~14.6 (~15.2 with the KL form chosen per vector, ~18 before
+ * the two passes; ~5.3 on runs equal bit for bit), portable ~80 (was ~105). Each loop is
  * compiled with a per-function target attribute, so only the functions the CPU can run
  * are ever called.
  * Both explicit loops are bound by their vector operations, not by memory: on that EPYC a
@@ -61,6 +62,23 @@
 #define TS_AVX2 __attribute__((target("avx2,fma")))
 #define TS_AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq")))
 #endif
+
+/* How often the explicit loops took each of their data-dependent paths, for tests (relaxed
+ * atomic adds, a few per block of 8,192 elements; shared by all threads):
+ *   0 a block's raw sum of squares derived from the shifted sums (per side, TS_RAW_SQ)
+ *   1 a block's raw sum of squares summed again directly (an outlier shift)
+ *   2 an AVX2 run whose two sides are equal bit for bit (TS_AVX2_EQUAL)
+ *   3 an AVX2 run whose KL sum was summed again with the form chosen per vector
+ * ts_path_counts copies them into out[0..3] and, when reset is non-zero, zeroes them. */
+static int64_t ts_counts[4];
+#define TS_COUNT(i) __atomic_fetch_add(&ts_counts[(i)], 1, __ATOMIC_RELAXED)
+
+void ts_path_counts(int64_t *out, int reset) {
+    for (int i = 0; i < 4; i++) {
+        out[i] = reset ? __atomic_exchange_n(&ts_counts[i], 0, __ATOMIC_RELAXED)
+                       : __atomic_load_n(&ts_counts[i], __ATOMIC_RELAXED);
+    }
+}
 
 /* bit 0 avx2, 1 fma, 2 avx512f, 3 avx512dq, as the CPU and the OS (saved vector state)
    support them; 0 off x86-64 */
@@ -241,7 +259,12 @@ static inline void ts_add_block(double *acc, const double *b) {
                                              double ss) {                                 \
         double raw = ss + k * (2.0 * s + (double)n * k);                                  \
         double big = (k < 0 ? -k : k) * (2.0 * (s < 0 ? -s : s) + (double)n * (k < 0 ? -k : k)); \
-        return big <= 64.0 * raw ? raw : NAME(p, n);                                      \
+        if (big <= 64.0 * raw) {                                                          \
+            TS_COUNT(0);                                                                  \
+            return raw;                                                                   \
+        }                                                                                 \
+        TS_COUNT(1);                                                                      \
+        return NAME(p, n);                                                                \
     }
 
 #define TS_BLOCKED(NAME, BLOCK, CT, ATTR)                                                   \
@@ -329,10 +352,8 @@ TS_AVX2 static inline __m256d ts_log_any4(__m256d u, __m256d v) {
     return _mm256_blendv_pd(_mm256_set1_pd(__builtin_nan("")), r, ok);
 }
 
-/* ts_log_ratio8's choice of form, per vector of 4 */
-TS_AVX2 static inline __m256d ts_log_ratio4(__m256d u, __m256d v, __m256d u_minus_v) {
-    __m256d s = _mm256_div_pd(u_minus_v, _mm256_add_pd(u, v));
-    __m256d z = _mm256_mul_pd(s, s);
+/* ts_log_ratio8's choice of form, per vector of 4, from s = (u - v)/(u + v) and z = s^2 */
+TS_AVX2 static inline __m256d ts_log_select4(__m256d u, __m256d v, __m256d s, __m256d z) {
     if (!_mm256_movemask_pd(_mm256_cmp_pd(z, _mm256_set1_pd(1e-6), _CMP_GT_OQ))) {
         return ts_atanh4_shorter(s, z);
     }
@@ -343,6 +364,11 @@ TS_AVX2 static inline __m256d ts_log_ratio4(__m256d u, __m256d v, __m256d u_minu
         return ts_atanh4(s, z);
     }
     return ts_log_any4(u, v);
+}
+
+TS_AVX2 static inline __m256d ts_log_ratio4(__m256d u, __m256d v, __m256d u_minus_v) {
+    __m256d s = _mm256_div_pd(u_minus_v, _mm256_add_pd(u, v));
+    return ts_log_select4(u, v, s, _mm256_mul_pd(s, s));
 }
 
 TS_AVX2 static inline double ts_hadd4(__m256d a) {
@@ -385,11 +411,40 @@ typedef struct {
 
 #define TS_STORE_NONE(p, X, Y) ((void)0)
 #define TS_STORE_BUF(p, X, Y) (_mm256_store_pd((p), (X)), _mm256_store_pd((p) + TS_SUB, (Y)))
-#define TS_AVX2_PASSES(T, CT, LOAD, STORE)                                                  \
-    TS_AVX2 __attribute__((noinline)) static void ts_avx2_mom_##T(                          \
-        const CT *x, const CT *y, int64_t n, const double *c, ts_mom4 *a, double *buf) {   \
+/* ks + u log(u/v) from s = (u - v)/(u + v) and z = s^2, in one form for a whole run (the
+   mom passes below); the two short series multiply u s while the polynomial is evaluated,
+   which shortens the chain after the division */
+TS_AVX2 static inline __m256d ts_kl_shorter4(__m256d ks, __m256d u, __m256d s, __m256d z) {
+    __m256d p = _mm256_fmadd_pd(z, _mm256_set1_pd(2.0 / 5), _mm256_set1_pd(2.0 / 3));
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0));
+    return _mm256_fmadd_pd(_mm256_mul_pd(u, s), p, ks);
+}
+
+TS_AVX2 static inline __m256d ts_kl_short4(__m256d ks, __m256d u, __m256d s, __m256d z) {
+    __m256d p = _mm256_fmadd_pd(z, _mm256_set1_pd(2.0 / 7), _mm256_set1_pd(2.0 / 5));
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0 / 3));
+    p = _mm256_fmadd_pd(p, z, _mm256_set1_pd(2.0));
+    return _mm256_fmadd_pd(_mm256_mul_pd(u, s), p, ks);
+}
+
+#define TS_FORM_SHORTER(ks, u, v, s, z) ts_kl_shorter4((ks), (u), (s), (z))
+#define TS_FORM_SHORT(ks, u, v, s, z) ts_kl_short4((ks), (u), (s), (z))
+#define TS_FORM_FULL(ks, u, v, s, z) _mm256_fmadd_pd((u), ts_atanh4((s), (z)), (ks))
+#define TS_FORM_SELECT(ks, u, v, s, z) \
+    _mm256_fmadd_pd((u), ts_log_select4((u), (v), (s), (z)), (ks))
+
+/* The moments and KL of one run with one form of log(u/v) for every vector (no branch per
+   vector: choosing the form per vector cost ~1 of ~9 cycles per 4 elements on Zen 5). The
+   run's sum u log(u/v) is returned, not added, and *zhi gets an upper bound of the run's
+   largest z (the maximum of its high 32-bit words, an integer operation on any vector
+   pipe): the caller keeps the sum when the form is exact for that bound, else recomputes
+   it (ts_avx2_kl_redo). */
+#define TS_AVX2_MOM(T, CT, LOAD, STORE, FORM, NAME)                                         \
+    TS_AVX2 __attribute__((noinline)) static __m256d NAME(const CT *x, const CT *y,          \
+        int64_t n, const double *c, ts_mom4 *a, double *buf, uint32_t *zhi) {              \
         __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy, sxy = a->sxy;         \
-        __m256d ku = a->ku, kd = a->kd, ks = a->ks;                                       \
+        __m256d ku = a->ku, kd = a->kd, ks = _mm256_setzero_pd();                         \
+        __m256i zh = _mm256_setzero_si256();                                              \
         const __m256d KX = _mm256_set1_pd(c[0]), KY = _mm256_set1_pd(c[1]);               \
         const __m256d CX = _mm256_set1_pd((c[0] - c[2]) * c[3]), XSC = _mm256_set1_pd(c[3]); \
         const __m256d CY = _mm256_set1_pd((c[1] - c[4]) * c[5]), YSC = _mm256_set1_pd(c[5]); \
@@ -410,11 +465,63 @@ typedef struct {
             ku = _mm256_add_pd(ku, u);                                                     \
             __m256d umv = _mm256_sub_pd(u, v);                                             \
             kd = _mm256_sub_pd(kd, umv);                                                   \
-            ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, umv), ks);                         \
+            __m256d s = _mm256_div_pd(umv, _mm256_add_pd(u, v)), z = _mm256_mul_pd(s, s);  \
+            zh = _mm256_max_epu32(zh, _mm256_castpd_si256(z));                             \
+            ks = FORM(ks, u, v, s, z);                                                     \
         }                                                                                  \
         a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->sxy = sxy;                  \
-        a->ku = ku; a->kd = kd; a->ks = ks;                                                \
+        a->ku = ku; a->kd = kd;                                                            \
+        uint32_t w[8];                                                                     \
+        _mm256_storeu_si256((__m256i *)w, zh);                                             \
+        uint32_t hi = w[1] > w[3] ? w[1] : w[3], hj = w[5] > w[7] ? w[5] : w[7];           \
+        *zhi = hi > hj ? hi : hj;                                                          \
+        return ks;                                                                         \
+    }
+
+/* A run whose two sides are equal bit for bit (a tensor before the first divergence, data
+   movement, weights nobody changed): d = 0, so every error term is an exact zero and every
+   element is within both tolerances; the error pass is skipped. Under the same shifts and
+   KL normalisation on both sides, u = v as well, so sum(v - u) and sum u log(u/v) gain exact
+   zeros and only the moments and sum u are left (ts_avx2_mom_same). Both sum with the same
+   operations in the same order as the full passes, so the accumulators get the same bits. */
+#define TS_AVX2_EQUAL(T, CT, LOAD, VEC, CMPEQ)                                             \
+    TS_AVX2 __attribute__((noinline)) static int ts_avx2_same_##T(const CT *x, const CT *y, \
+                                                                   int64_t n) {            \
+        const int64_t step = 32 / sizeof(CT);                                              \
+        int64_t i = 0;                                                                     \
+        for (; i + step <= n; i += step) {                                                 \
+            __m256i a = _mm256_loadu_si256((const __m256i *)(x + i));                       \
+            __m256i b = _mm256_loadu_si256((const __m256i *)(y + i));                       \
+            if (_mm256_movemask_epi8(CMPEQ(a, b)) != -1) return 0;                          \
+        }                                                                                  \
+        return memcmp(x + i, y + i, (size_t)(n - i) * sizeof(CT)) == 0;                    \
     }                                                                                      \
+    TS_AVX2 __attribute__((noinline)) static void ts_avx2_mom_same_##T(                     \
+        const CT *x, int64_t n, const double *c, ts_mom4 *a) {                              \
+        __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy, sxy = a->sxy;         \
+        __m256d ku = a->ku;                                                                \
+        const __m256d KX = _mm256_set1_pd(c[0]);                                           \
+        const __m256d CX = _mm256_set1_pd((c[0] - c[2]) * c[3]), XSC = _mm256_set1_pd(c[3]); \
+        const __m256d E32 = _mm256_set1_pd(EPS32);                                        \
+        for (int64_t i = 0; i < n; i += 4) {                                              \
+            _mm_prefetch((const char *)(x + i) + 4096, _MM_HINT_T0);                       \
+            __m256d X = LOAD(x + i);                                                       \
+            __m256d xs = _mm256_sub_pd(X, KX);                                             \
+            sx = _mm256_add_pd(sx, xs);                                                    \
+            sy = _mm256_add_pd(sy, xs);                                                    \
+            sxx = _mm256_fmadd_pd(xs, xs, sxx);                                            \
+            syy = _mm256_fmadd_pd(xs, xs, syy);                                            \
+            sxy = _mm256_fmadd_pd(X, X, sxy);                                              \
+            ku = _mm256_add_pd(ku, _mm256_max_pd(_mm256_fmadd_pd(xs, XSC, CX), E32));      \
+        }                                                                                  \
+        a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->sxy = sxy; a->ku = ku;      \
+    }
+
+#define TS_AVX2_PASSES(T, CT, LOAD, STORE)                                                  \
+    TS_AVX2_MOM(T, CT, LOAD, STORE, TS_FORM_SHORTER, ts_avx2_mom_##T##_0)                   \
+    TS_AVX2_MOM(T, CT, LOAD, STORE, TS_FORM_SHORT, ts_avx2_mom_##T##_1)                     \
+    TS_AVX2_MOM(T, CT, LOAD, STORE, TS_FORM_FULL, ts_avx2_mom_##T##_2)                      \
+    TS_AVX2_MOM(T, CT, LOAD, STORE, TS_FORM_SELECT, ts_avx2_mom_##T##_3)                    \
     TS_AVX2 __attribute__((noinline)) static void ts_avx2_err_##T(                          \
         const CT *x, const CT *y, int64_t n, double ulp_floor, ts_err4 *a) {               \
         __m256d sdd = a->sdd, sad = a->sad, mabs = a->mabs, arel = a->arel;                \
@@ -466,23 +573,85 @@ typedef struct {
         a->mulp = mulp; a->w = w;                                                          \
     }
 
+/* The least form of log(u/v) (0 shorter, 1 short, 2 full series, 3 chosen per vector) that
+   is exact for every z of a run whose z have high words at most zhi (z >= 0: the bits order
+   as the values; NaN needs 3) */
+static inline int ts_form_needed(uint32_t zhi) {
+    uint64_t b = ((uint64_t)zhi << 32) | 0xFFFFFFFFu;
+    double z;
+    memcpy(&z, &b, 8);
+    return z <= 1e-6 ? 0 : z <= 1e-4 ? 1 : z <= TS_Z_FULL ? 2 : 3;
+}
+
+/* a run's sum u log(u/v) again with the form chosen per vector, from the float64 values */
+TS_AVX2 __attribute__((noinline)) static __m256d ts_avx2_kl_redo(const double *x,
+        const double *y, int64_t n, const double *c) {
+    __m256d ks = _mm256_setzero_pd();
+    const __m256d KX = _mm256_set1_pd(c[0]), KY = _mm256_set1_pd(c[1]);
+    const __m256d CX = _mm256_set1_pd((c[0] - c[2]) * c[3]), XSC = _mm256_set1_pd(c[3]);
+    const __m256d CY = _mm256_set1_pd((c[1] - c[4]) * c[5]), YSC = _mm256_set1_pd(c[5]);
+    const __m256d E32 = _mm256_set1_pd(EPS32);
+    for (int64_t i = 0; i < n; i += 4) {
+        __m256d xs = _mm256_sub_pd(_mm256_loadu_pd(x + i), KX);
+        __m256d ys = _mm256_sub_pd(_mm256_loadu_pd(y + i), KY);
+        __m256d u = _mm256_max_pd(_mm256_fmadd_pd(xs, XSC, CX), E32);
+        __m256d v = _mm256_max_pd(_mm256_fmadd_pd(ys, YSC, CY), E32);
+        ks = _mm256_fmadd_pd(u, ts_log_ratio4(u, v, _mm256_sub_pd(u, v)), ks);
+    }
+    return ks;
+}
+
+TS_AVX2_EQUAL(f32, float, TS_LOAD4_F32, __m256i, _mm256_cmpeq_epi32)
+TS_AVX2_EQUAL(f64, double, TS_LOAD4_F64, __m256i, _mm256_cmpeq_epi64)
 TS_AVX2_PASSES(f32, float, TS_LOAD4_F32, TS_STORE_BUF)
 /* the f32 error pass reads the mom pass's float64 copy of the run (no second conversion) */
 #define TS_ERR_F32(x, y, n, f, e, buf) ts_avx2_err_f64((buf), (buf) + TS_SUB, (n), (f), (e))
+#define TS_X64_F32(p, buf) (buf)
+#define TS_Y64_F32(p, buf) ((buf) + TS_SUB)
+#define TS_X64_F64(p, buf) (p)
+#define TS_Y64_F64(p, buf) (p)
 #define TS_ERR_F64(x, y, n, f, e, buf) ts_avx2_err_f64((x), (y), (n), (f), (e))
 TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
 
-#define TS_AVX2_BODY(T, ERR)                                                                   \
+#define TS_AVX2_BODY(T, ERR, X64, Y64)                                                         \
     const __m256d zero = _mm256_setzero_pd();                                              \
     ts_mom4 m = {zero, zero, zero, zero, zero, zero, zero, zero};                          \
     ts_err4 e = {zero, zero, zero, zero, zero, zero, _mm256_setzero_si256()};              \
     const double c[6] = {kx, ky, xo, xsc, yo, ysc};                                       \
     double buf[2 * TS_SUB] __attribute__((aligned(32)));                                   \
+    const int same_map = kx == ky && xo == yo && xsc == ysc;                               \
     int64_t n4 = n & ~(int64_t)3;                                                          \
     for (int64_t s = 0; s < n4; s += TS_SUB) {                                             \
         int64_t len = n4 - s < TS_SUB ? n4 - s : TS_SUB;                                   \
-        ts_avx2_mom_##T(x + s, y + s, len, c, &m, buf);                                   \
-        ERR(x + s, y + s, len, ulp_floor, &e, buf);                                       \
+        int same = ts_avx2_same_##T(x + s, y + s, len);                                    \
+        if (same && same_map) {                                                            \
+            ts_avx2_mom_same_##T(x + s, len, c, &m);                                       \
+            e.w = _mm256_add_epi32(e.w, _mm256_set1_epi32((int)(len / 4)));                \
+            *level = 0;                                                                    \
+            TS_COUNT(2);                                                                   \
+            continue;                                                                      \
+        }                                                                                  \
+        uint32_t zhi;                                                                      \
+        __m256d ks;                                                                        \
+        switch (*level) {                                                                  \
+        case 0: ks = ts_avx2_mom_##T##_0(x + s, y + s, len, c, &m, buf, &zhi); break;      \
+        case 1: ks = ts_avx2_mom_##T##_1(x + s, y + s, len, c, &m, buf, &zhi); break;      \
+        case 2: ks = ts_avx2_mom_##T##_2(x + s, y + s, len, c, &m, buf, &zhi); break;      \
+        default: ks = ts_avx2_mom_##T##_3(x + s, y + s, len, c, &m, buf, &zhi); break;     \
+        }                                                                                  \
+        int need = ts_form_needed(zhi);                                                    \
+        if (need > *level) {                                                               \
+            ks = ts_avx2_kl_redo(X64(x + s, buf), Y64(y + s, buf), len, c);                \
+            TS_COUNT(3);                                                                   \
+        }                                                                                  \
+        *level = need;                                                                     \
+        m.ks = _mm256_add_pd(m.ks, ks);                                                    \
+        if (same) { /* equal values, different shifts or ranges: KL is not 0, errors are */ \
+            e.w = _mm256_add_epi32(e.w, _mm256_set1_epi32((int)(len / 4)));                \
+            TS_COUNT(2);                                                                   \
+        } else {                                                                           \
+            ERR(x + s, y + s, len, ulp_floor, &e, buf);                                   \
+        }                                                                                  \
     }                                                                                      \
     double tail[TS_NACC] = {0};                                                            \
     if (n > n4) {                                                                          \
@@ -514,18 +683,34 @@ TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
 
 TS_AVX2 static void ts_avx2_block_f32(const float *x, const float *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
-                                      double ulp_floor, double *acc) {
-    TS_AVX2_BODY(f32, TS_ERR_F32)
+                                      double ulp_floor, double *acc, int *level) {
+    TS_AVX2_BODY(f32, TS_ERR_F32, TS_X64_F32, TS_Y64_F32)
 }
 
 TS_AVX2 static void ts_avx2_block_f64(const double *x, const double *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,
-                                      double ulp_floor, double *acc) {
-    TS_AVX2_BODY(f64, TS_ERR_F64)
+                                      double ulp_floor, double *acc, int *level) {
+    TS_AVX2_BODY(f64, TS_ERR_F64, TS_X64_F64, TS_Y64_F64)
 }
 
-TS_BLOCKED(ts_avx2_f32, ts_avx2_block_f32, float, TS_AVX2)
-TS_BLOCKED(ts_avx2_f64, ts_avx2_block_f64, double, TS_AVX2)
+/* TS_BLOCKED with the form of log(u/v) carried from run to run through the whole call (it
+   starts at the shortest in each call, so a chunk's result does not depend on the others) */
+#define TS_BLOCKED_AVX2(NAME, BLOCK, CT)                                                    \
+    TS_AVX2 static void NAME(const CT *x, const CT *y, int64_t n, double kx, double ky,    \
+                             double xo, double xsc, double yo, double ysc, double ulp_floor, \
+                             double *acc) {                                                \
+        double b[18];                                                                      \
+        int level = 0;                                                                     \
+        for (int i = 0; i < 18; i++) acc[i] = 0.0;                                         \
+        for (int64_t s = 0; s < n; s += TS_BLOCK) {                                        \
+            int64_t m = n - s < TS_BLOCK ? n - s : TS_BLOCK;                               \
+            BLOCK(x + s, y + s, m, kx, ky, xo, xsc, yo, ysc, ulp_floor, b, &level);        \
+            ts_add_block(acc, b);                                                          \
+        }                                                                                  \
+    }
+
+TS_BLOCKED_AVX2(ts_avx2_f32, ts_avx2_block_f32, float)
+TS_BLOCKED_AVX2(ts_avx2_f64, ts_avx2_block_f64, double)
 
 TS_AVX2 void ts_log_ratio_avx2(const double *u, const double *v, int64_t n, double *out) {
     int64_t i = 0;

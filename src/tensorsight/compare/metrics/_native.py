@@ -26,7 +26,7 @@ from tensorsight._cbuild import (
 )
 from tensorsight.compare.metrics._layout import c_defines
 
-__all__ = ["NativeKernel", "build", "features", "load"]
+__all__ = ["NativeKernel", "build", "features", "load", "path_counts"]
 
 # the accumulator slots come from the one table in _layout.py (ACCUMULATORS)
 _FLAGS = ["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math", *c_defines()]
@@ -100,6 +100,28 @@ def features() -> frozenset[str] | None:
     kernel sees them; ``None`` without a compiler."""
     lib = _library()
     return None if lib is None else cpu_features(lib)
+
+
+PATHS = ("squares_derived", "squares_direct", "equal_runs", "kl_redone")
+"""The names of the counters of :func:`path_counts`, in the order ``_kernel.c`` keeps them."""
+
+
+def path_counts(*, reset: bool = False) -> dict[str, int]:
+    """How often the explicit loops took each data-dependent path since the last reset.
+
+    For tests (``_kernel.c``'s ``ts_path_counts``): blocks whose raw sums of squares were
+    derived from the shifted sums or summed directly, AVX2 runs whose sides were equal bit
+    for bit, AVX2 runs whose KL sum was redone. Shared by every thread; all zero without
+    a compiler.
+    """
+    lib = _library()
+    out = (ctypes.c_int64 * len(PATHS))()
+    if lib is not None:
+        fn = lib.ts_path_counts
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        fn.restype = None
+        fn(ctypes.addressof(out), int(reset))
+    return dict(zip(PATHS, (int(v) for v in out), strict=True))
 
 
 def build(isa: str) -> NativeKernel | None:
