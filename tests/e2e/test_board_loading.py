@@ -95,7 +95,12 @@ def test_the_top_chart_draws_the_runs_read_so_far(page1280, tmp_path: Path):
             )
             assert provider.loading
             assert "reading the logdir" in page.locator("#status").inner_text()
-            assert page.locator("#run-list .badge.loading").count() == RUNS - 1
+            # the run list refreshes on its own poll, after or before the chart: wait for it
+            page.wait_for_function(
+                "n => document.querySelectorAll('#run-list .badge.loading').length === n",
+                arg=RUNS - 1,
+                timeout=20_000,
+            )
             # the other charts wait for the read's end: their requests would slow it
             loss = page.locator(".scalar-card[data-key='loss'] canvas")
             assert loss.get_attribute("data-points") in (None, "0")
