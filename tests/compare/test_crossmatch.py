@@ -329,3 +329,18 @@ def test_pairing_is_the_same_with_nothing_kept(monkeypatch) -> None:
     monkeypatch.setattr(crossmatch, "_MAX_KEPT_BYTES", 0)
     assert pair() == kept
     assert kept[0][1] == (("input.1", (1, 0)),)  # the transposed weight, found by sampling
+
+
+def test_a_stored_tensor_of_another_shape_is_no_sample() -> None:
+    """A shard header whose shape disagrees with the op table (a damaged dump) raised
+    IndexError from the sampling; the row is then paired without samples."""
+    rng = np.random.default_rng(2)
+    w, x = rng.standard_normal((4, 4)), rng.standard_normal((2, 4))
+    arrays = {"input.0": x, "input.1": w, "output.0": x @ w}
+    bench = [_op(0, "aten.mm.default", "M.fc", arrays)]
+    target = [_op(0, "MatMul", "/fc/MatMul", arrays)]
+    pairs = match_across(bench, target, frameworks=("torch", "onnxruntime"),
+                         load_bench=lambda r: np.zeros((1, 2)),
+                         load_target=lambda r: np.zeros((1, 2)))  # fmt: skip
+    assert len(pairs) == 1
+    assert {t.tensor for t in pairs[0].target[0].tensors} == set(arrays)

@@ -227,6 +227,8 @@ class _Prints:
             arr: np.ndarray | None = self.load(rec)
         except Exception:  # an unreadable tensor only costs this row its samples
             arr = None
+        if arr is not None and tuple(arr.shape) != tuple(rec.shape):
+            arr = None  # a shard whose header disagrees with the op table: no samples
         owned = 0 if arr is None else _owned_bytes(arr)
         if self._kept + owned <= _MAX_KEPT_BYTES:  # not every tensor of a bf16 dump at once
             self._arrays[key] = arr
