@@ -145,7 +145,7 @@ def test_a_key_that_exists_is_refused(script, tmp_path):
         load_metric_script(f"{clash}:cosine")
 
 
-@pytest.mark.parametrize("func", ["verdict", "op", "reason"])
+@pytest.mark.parametrize("func", ["verdict", "op", "reason", "within_1e_3"])
 def test_a_report_column_is_refused_as_a_key(script, tmp_path, func):
     # a function named verdict would overwrite every row's verdict in the reports
     clash = tmp_path / "clash.py"

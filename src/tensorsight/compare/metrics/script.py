@@ -151,9 +151,10 @@ def load_metric_script(spec: str) -> MetricSpec:
             "e.g. my_metrics.py:max_log_err."
         )
         raise UsageError(msg)
-    from tensorsight.compare.result import COLUMNS
+    from tensorsight.compare.result import COLUMNS, attr_name
 
-    if func in COLUMNS and func not in METRICS._entries:  # a column the report already has
+    columns = {attr_name(c) for c in COLUMNS}  # within_1e_3 reads back as within_1e-3
+    if attr_name(func) in columns and func not in METRICS._entries:  # a report column
         msg = (
             f"Metric script {spec!r}: {func!r} is a report column already. "
             "Rename the function (the metric's key is its name)."
