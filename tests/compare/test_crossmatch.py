@@ -280,3 +280,67 @@ def test_mindspore_dump_pairs_with_pytorch_by_value(tmp_path: Path) -> None:
     first = bad.first_divergence
     assert first is not None
     assert (first.module_path, first.tensor) == ("MLP.norm", "output.0")
+
+
+def test_loaded_copies_are_kept_within_a_budget(monkeypatch) -> None:
+    """A bfloat16 dump loads as float32 copies: keeping every one for sampling held the
+    whole dump in memory while pairing; memory-mapped tensors are kept at no cost."""
+    from tensorsight.compare import crossmatch
+
+    monkeypatch.setattr(crossmatch, "_MAX_KEPT_BYTES", 3 << 20)
+    loads: list[str] = []
+
+    def copy(rec: TensorRecord) -> np.ndarray:
+        loads.append(rec.data or "")
+        return np.ones(1 << 18, np.float32)  # 1 MiB, owned: what bf16 widening returns
+
+    prints = crossmatch._Prints(copy)
+    recs = [TensorRecord(0, "op", "forward", "", f"output.{i}", (1 << 18,), "bfloat16",
+                         data=f"0:{i}") for i in range(10)]  # fmt: skip
+    for rec in recs * 2:
+        assert prints.array(rec) is not None
+    assert prints._kept <= 3 << 20
+    assert len(loads) == 3 + 2 * 7  # three kept, the others loaded again when asked for
+    mapped = crossmatch._Prints(lambda rec: np.frombuffer(bytes(1 << 22), np.float32))
+    for rec in recs:
+        mapped.array(rec)
+    assert mapped._kept == 0  # a view of a file costs nothing
+    assert len(mapped._arrays) == 10
+
+
+def test_pairing_is_the_same_with_nothing_kept(monkeypatch) -> None:
+    from tensorsight.compare import crossmatch
+
+    rng = np.random.default_rng(1)
+    w, x = rng.standard_normal((4, 6)), rng.standard_normal((3, 4))
+    arrays = {"input.0": x, "input.1": w, "output.0": x @ w}
+    bench = [_op(0, "aten.mm.default", "M.fc", arrays)]
+    target = [_op(0, "MatMul", "/fc/MatMul", {**arrays, "input.1": w.T.copy()})]
+    stored = ({"0:input.0": x, "0:input.1": w, "0:output.0": x @ w},
+              {"0:input.0": x, "0:input.1": w.T.copy(), "0:output.0": x @ w})  # fmt: skip
+
+    def pair() -> list:
+        got = match_across(bench, target, frameworks=("torch", "onnxruntime"),
+                           load_bench=lambda r: stored[0][r.data].copy(),
+                           load_target=lambda r: stored[1][r.data].copy())  # fmt: skip
+        return [(p.how, p.layouts) for p in got]
+
+    kept = pair()
+    monkeypatch.setattr(crossmatch, "_MAX_KEPT_BYTES", 0)
+    assert pair() == kept
+    assert kept[0][1] == (("input.1", (1, 0)),)  # the transposed weight, found by sampling
+
+
+def test_a_stored_tensor_of_another_shape_is_no_sample() -> None:
+    """A shard header whose shape disagrees with the op table (a damaged dump) raised
+    IndexError from the sampling; the row is then paired without samples."""
+    rng = np.random.default_rng(2)
+    w, x = rng.standard_normal((4, 4)), rng.standard_normal((2, 4))
+    arrays = {"input.0": x, "input.1": w, "output.0": x @ w}
+    bench = [_op(0, "aten.mm.default", "M.fc", arrays)]
+    target = [_op(0, "MatMul", "/fc/MatMul", arrays)]
+    pairs = match_across(bench, target, frameworks=("torch", "onnxruntime"),
+                         load_bench=lambda r: np.zeros((1, 2)),
+                         load_target=lambda r: np.zeros((1, 2)))  # fmt: skip
+    assert len(pairs) == 1
+    assert {t.tensor for t in pairs[0].target[0].tensors} == set(arrays)

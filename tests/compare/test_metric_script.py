@@ -145,6 +145,25 @@ def test_a_key_that_exists_is_refused(script, tmp_path):
         load_metric_script(f"{clash}:cosine")
 
 
+@pytest.mark.parametrize("func", ["verdict", "op", "reason", "within_1e_3"])
+def test_a_report_column_is_refused_as_a_key(script, tmp_path, func):
+    # a function named verdict would overwrite every row's verdict in the reports
+    clash = tmp_path / "clash.py"
+    clash.write_text(f"def {func}(bench, target):\n    return 1.0\n", encoding="utf-8")
+    with pytest.raises(UsageError, match=rf"{func!r} is a report column already"):
+        load_metric_script(f"{clash}:{func}")
+    assert func not in METRICS._entries
+
+
+def test_a_custom_key_that_is_a_column_is_not_a_second_header(dumps, script):
+    from tensorsight.compare import compare
+
+    METRICS.add("mechanism", MetricSpec("mechanism", False, _peak_ratio, "a clash"))
+    result = compare(*dumps, metrics=["max_abs_err", "mechanism"])
+    head = result.to_csv().splitlines()[0].split(",")
+    assert len(head) == len(set(head))
+
+
 def test_a_file_that_fails_to_import_is_a_usage_error(tmp_path, script):
     bad = tmp_path / "bad.py"
     bad.write_text("import no_such_module_xyz\n", encoding="utf-8")

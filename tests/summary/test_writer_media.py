@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sys
 
 import matplotlib.pyplot as plt
@@ -230,3 +231,19 @@ def test_bad_meshes_fail_with_one_line(tmp_path):
             w.add_mesh("m", np.zeros((4, 3)))
         with pytest.raises(UsageError, match="not JSON-serialisable"):
             w.add_mesh("m", np.zeros((1, 4, 3)), config_dict={"x": object()})
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 6), (2, 3, 4), (4, 6)])
+def test_a_mesh_tensor_without_three_columns_is_refused_not_reshaped(shape):
+    # (1, 4, 6) was read as two batch entries of (4, 3): another mesh than the one written
+    from tensorsight.summary._proto import tb
+    from tensorsight.summary.kinds._kind import Raw
+
+    values = np.arange(math.prod(shape), dtype="<f4")
+    proto = tb.TensorProto(
+        dtype=tb.DataType["DT_FLOAT"],
+        tensor_shape=tb.TensorShapeProto(dim=[tb.TensorShapeProto.Dim(size=n) for n in shape]),
+        tensor_content=values.tobytes(),
+    )
+    with pytest.raises(ValueError, match=r"expected \(B, N, 3\)"):
+        mesh.decode(Raw(0, 0.0, "m_VERTEX", b"", proto))

@@ -195,24 +195,45 @@ class _Row:
         return math.prod(self.rec.shape)
 
 
+#: Bytes of loaded copies (bfloat16 and float8 tensors widened to float32, a reader that
+#: does not map its files) one side keeps for sampling; past it a copy is loaded again
+#: when asked for. Memory-mapped tensors cost nothing to keep and are always kept.
+_MAX_KEPT_BYTES = 256 << 20
+
+
+def _owned_bytes(arr: np.ndarray) -> int:
+    """Bytes of process memory ``arr`` holds (0 for a view of a memory-mapped file)."""
+    base: object = arr
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return int(base.nbytes) if isinstance(base, np.ndarray) else 0
+
+
 class _Prints:
     """Value fingerprints of one side: statistics from the op table, samples on demand."""
 
     def __init__(self, load: Loader | None) -> None:
         self.load = load
         self._arrays: dict[str, np.ndarray | None] = {}
+        self._kept = 0  # bytes of the copies in _arrays
 
     def array(self, rec: TensorRecord) -> np.ndarray | None:
         if self.load is None or rec.data is None:
             return None
         key = f"{rec.data}|{rec.dtype}"
-        if key not in self._arrays:
-            try:
-                arr: np.ndarray | None = self.load(rec)
-            except Exception:  # an unreadable tensor only costs this row its samples
-                arr = None
+        if key in self._arrays:
+            return self._arrays[key]
+        try:
+            arr: np.ndarray | None = self.load(rec)
+        except Exception:  # an unreadable tensor only costs this row its samples
+            arr = None
+        if arr is not None and tuple(arr.shape) != tuple(rec.shape):
+            arr = None  # a shard whose header disagrees with the op table: no samples
+        owned = 0 if arr is None else _owned_bytes(arr)
+        if self._kept + owned <= _MAX_KEPT_BYTES:  # not every tensor of a bf16 dump at once
             self._arrays[key] = arr
-        return self._arrays[key]
+            self._kept += owned
+        return arr
 
     def stats(self, rec: TensorRecord) -> tuple[float, float, float, float] | None:
         """(min, max, mean, rms), from the record or the stored tensor."""

@@ -125,3 +125,14 @@ def test_routes(provider):
         bad = client.get("/api/views/mesh/mesh", params={"run": "tbx"})
         assert bad.status_code == 400
         assert "'name'" in bad.json()["error"]["message"]
+
+
+def test_a_thinned_cloud_with_colours_of_another_count_drops_them(tmp_path, monkeypatch):
+    # thinning indexed the colours with the vertices' positions: IndexError, a 500 answer
+    with SummaryWriter(str(tmp_path / "run")) as w:
+        w.add_mesh("cloud", torch.from_numpy(CLOUD[:1]), colors=torch.from_numpy(COLORS))
+    monkeypatch.setattr(mesh_view, "MAX_VERTICES", 10)
+    got = mesh_impl(LogdirProvider(tmp_path), "run", "cloud")
+    assert got["downsampled"]
+    assert len(got["vertices"]) == 30
+    assert got["colors"] is None  # 4 colours for 50 vertices cannot be matched up

@@ -127,6 +127,8 @@ def mesh_impl(
     n = int(points.shape[0])
     faces = others.get("FACE")
     colors = others.get("COLOR")
+    if colors is not None and colors.shape[0] != n:
+        colors = None  # colours for another vertex count cannot be matched up
     downsampled = False
     if faces is not None:
         if faces.shape[0] > MAX_FACES:
@@ -149,8 +151,6 @@ def mesh_impl(
         colors = None if colors is None else colors[finite]
     elif not finite.all():
         points = np.where(np.isfinite(points), points, 0.0)
-    if colors is not None and colors.shape[0] != points.shape[0]:
-        colors = None  # colours for another vertex count cannot be matched up
     return {
         "run": run,
         "name": name,

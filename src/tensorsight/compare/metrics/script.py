@@ -133,7 +133,7 @@ def load_metric_script(spec: str) -> MetricSpec:
 
     Raises:
         UsageError: A bad spec, a missing or broken file, no such function, or a key that
-            another metric already has.
+            another metric or a report column (``verdict``, ``op``) already has.
 
     Example:
         >>> import pathlib, tempfile
@@ -149,6 +149,15 @@ def load_metric_script(spec: str) -> MetricSpec:
         msg = (
             f"Option --metric-script {spec!r}: expected path/to/file.py:function, "
             "e.g. my_metrics.py:max_log_err."
+        )
+        raise UsageError(msg)
+    from tensorsight.compare.result import COLUMNS, attr_name
+
+    columns = {attr_name(c) for c in COLUMNS}  # within_1e_3 reads back as within_1e-3
+    if attr_name(func) in columns and func not in METRICS._entries:  # a report column
+        msg = (
+            f"Metric script {spec!r}: {func!r} is a report column already. "
+            "Rename the function (the metric's key is its name)."
         )
         raise UsageError(msg)
     path = Path(file).expanduser()

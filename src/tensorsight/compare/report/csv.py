@@ -13,6 +13,7 @@ from tensorsight.compare.result import COLUMNS, Comparison, attr_name
 __all__ = ["FORMAT", "header", "render_csv"]
 
 _ATTRS = tuple(attr_name(c) for c in COLUMNS)
+_NAMES = frozenset(COLUMNS)
 _SHAPES = tuple(i for i, c in enumerate(COLUMNS) if c.startswith("shape_"))
 
 
@@ -20,8 +21,8 @@ def header(comparison: Comparison) -> list[str]:
     """Column names: :data:`COLUMNS` then every custom metric key, in first-seen order."""
     extra: dict[str, None] = {}
     for row in comparison.rows:
-        extra.update(dict.fromkeys(row.custom))
-    return [*COLUMNS, *extra]
+        extra.update(dict.fromkeys(k for k in row.custom if k not in _NAMES))
+    return [*COLUMNS, *extra]  # a custom key that is a column fills that column
 
 
 def render_csv(comparison: Comparison, path: str | Path | None = None) -> str:

@@ -269,8 +269,8 @@ def decode(raw: Raw) -> list[MeshRecord]:
     meta = decode_meta(raw.content) if raw.content else None
     _, shape, arr = decode_tensor(raw.tensor)
     data = np.asarray(arr, dtype=np.float32)
-    if data.size % 3:
-        msg = f"mesh tensor {raw.tag!r} of shape {shape}: expected (B, N, 3)"
+    if data.size % 3 or (len(shape) > 1 and shape[-1] != 3):  # (B, N, 6) is not 2 batches
+        msg = f"mesh tensor {raw.tag!r} of shape {tuple(shape)}: expected (B, N, 3)"
         raise ValueError(msg)
     data = data.reshape(-1, 3) if len(shape) < 3 else data.reshape(-1, shape[-2], 3)
     if data.ndim == 2:
