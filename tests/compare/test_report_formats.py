@@ -218,3 +218,28 @@ def test_a_failed_writer_process_leaves_its_formats_to_the_caller(tmp_path, monk
     paths = report.write_all(c, ["csv", "json"], tmp_path / "r")
     assert Comparison.from_json(paths[1]) == c  # written here after the child failed
     assert paths[0].read_text(encoding="utf-8") == c.to_csv()
+
+
+def test_a_hung_writer_process_is_stopped_and_its_formats_written_here(tmp_path, monkeypatch):
+    c = _comparison()
+    if sys.platform != "linux":
+        pytest.skip("the formats are written in one process here")
+
+    def hung_child(comparison, fmts, paths):  # a child stuck forever (a lock held at fork)
+        pid = report.os.fork()
+        if pid == 0:
+            try:
+                report.time.sleep(3600)
+            finally:
+                report.os._exit(0)
+        children.append(pid)
+        return pid
+
+    children: list[int] = []
+    monkeypatch.setattr(report, "_fork_writer", hung_child)
+    monkeypatch.setattr(report, "CHILD_GRACE_S", 0.2)
+    (tmp_path / "r").mkdir()
+    paths = report.write_all(c, ["csv", "json"], tmp_path / "r")
+    assert Comparison.from_json(paths[1]) == c  # written here after the child was stopped
+    with pytest.raises(ChildProcessError):  # killed and reaped, not left behind
+        report.os.waitpid(children[0], report.os.WNOHANG)

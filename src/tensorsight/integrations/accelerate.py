@@ -14,7 +14,8 @@ same run), after ``prepare`` and ``init_trackers``::
 
     from tensorsight.integrations.accelerate import watch
     monitor = watch(accelerator, model, optimizer, dump_on_anomaly="dumps")
- On older accelerate releases, which have no registry, pass
+
+On older accelerate releases, which have no registry, pass
 an instance instead: ``Accelerator(log_with=[TensorsightTracker("my_run", "logs")])``.
 Install with ``pip install 'tensorsight[accelerate]'`` (torch comes from your own install).
 """

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,30 +136,50 @@ def write_all(comparison: Any, names: Sequence[str], folder: str | Path) -> list
     Where the platform forks (Linux), the built-in text formats after the first are written
     by one child process while this one writes the others: CSV and JSON are each a tenth
     of a comparison's time, and both are CPU work under one interpreter lock, so threads
-    would not overlap them. A child that fails or cannot start leaves its formats to this
-    process, so an error is raised here as :func:`write` raises it.
+    would not overlap them. A child that fails, cannot start or outlives its grace (it
+    should finish about when this process does) is stopped and leaves its formats to this
+    process, so an error is raised here as :func:`write` raises it and nothing hangs.
     """
     fmts = [get_format(n) for n in names]  # every renderer imported before any fork
     paths = [Path(folder) / f"comparison{f.suffix}" for f in fmts]
     forked = [i for i, n in enumerate(names) if n in _FORKABLE][1::2]
     pid = _fork_writer(comparison, [fmts[i] for i in forked], [paths[i] for i in forked])
+    start = time.monotonic()
     try:
         for i, fmt in enumerate(fmts):
             if pid is None or i not in forked:
                 fmt.render(comparison, paths[i])
     finally:
-        done = pid is not None and _reaped_ok(pid)
+        grace = CHILD_GRACE_S + 4 * (time.monotonic() - start)
+        done = pid is not None and _reaped_ok(pid, grace)
     if pid is not None and not done:  # the child failed: write its formats here
         for i in forked:
             fmts[i].render(comparison, paths[i])
     return paths
 
 
-def _reaped_ok(pid: int) -> bool:
-    """Wait for child ``pid``; whether it exited 0 (unknown, with SIGCHLD ignored: no)."""
+#: Seconds a report child may take beyond four times the parent's own writing time before
+#: it is killed and its formats are written by the parent (a child deadlocked on a lock that
+#: another thread held at the fork must not hang the command).
+CHILD_GRACE_S = 30.0
+
+
+def _reaped_ok(pid: int, grace: float) -> bool:
+    """Wait up to ``grace`` s for child ``pid`` (then kill it); whether it exited 0."""
+    deadline = time.monotonic() + grace
+    pause = 0.001
     try:
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
-    except ChildProcessError:  # reaped by the system already
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status) == 0
+            if time.monotonic() >= deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+    except ChildProcessError:  # reaped by the system already (SIGCHLD ignored): unknown
         return False
 
 
