@@ -136,3 +136,18 @@ def test_a_thinned_cloud_with_colours_of_another_count_drops_them(tmp_path, monk
     assert got["downsampled"]
     assert len(got["vertices"]) == 30
     assert got["colors"] is None  # 4 colours for 50 vertices cannot be matched up
+
+
+def test_a_mesh_with_many_vertices_sends_only_those_its_faces_name(tmp_path, monkeypatch):
+    # 50 vertices, 2 faces naming 4 of them: past MAX_VERTICES the other 46 stay home
+    faces = np.array([[[3, 10, 49], [10, 3, 20]]], np.int32)
+    with SummaryWriter(str(tmp_path / "run")) as w:
+        w.add_mesh("m", torch.from_numpy(CLOUD[:1]), faces=torch.from_numpy(faces))
+    monkeypatch.setattr(mesh_view, "MAX_VERTICES", 10)
+    got = mesh_impl(LogdirProvider(tmp_path), "run", "m")
+    assert got["vertex_count"] == 50
+    points = np.reshape(got["vertices"], (-1, 3))
+    assert len(points) == 4
+    tri = np.reshape(got["faces"], (-1, 3))
+    for sent, written in zip(tri, faces[0], strict=True):  # each face names the same points
+        np.testing.assert_allclose(points[sent], CLOUD[0, written], atol=1e-6)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_FACES", "MAX_VERTICES", "MeshView", "mesh_impl", "meshes_impl"]
 
 MAX_RUNS = 500  # runs per /meshes request (the page names every selected run)
-MAX_VERTICES = 200_000  # a point cloud past this is thinned evenly for the browser
+MAX_VERTICES = 200_000  # a point cloud past this is thinned evenly; a mesh sends its used ones
 MAX_FACES = 200_000  # a mesh past this is refused with a sentence (thinning would tear it)
 PARTS = ("VERTEX", "FACE", "COLOR")
 WHAT = "Mesh"
@@ -139,6 +139,11 @@ def mesh_impl(
             raise InvalidArgument(msg)
         idx = faces.astype(np.int64)
         idx = idx[((idx >= 0) & (idx < n)).all(axis=1)]  # a face naming no vertex is left out
+        if n > MAX_VERTICES:  # only the vertices the faces name are sent: 3 per face at most
+            used, inverse = np.unique(idx, return_inverse=True)
+            points = points[used]
+            colors = None if colors is None else colors[used]
+            idx = inverse.reshape(idx.shape)
         faces = idx
     elif n > MAX_VERTICES:
         keep = np.linspace(0, n - 1, MAX_VERTICES).astype(np.int64)
