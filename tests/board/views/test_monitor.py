@@ -198,3 +198,20 @@ def test_ranks_route(mprovider):
     body = client.get("/api/views/monitor/ranks", params={"run": "r/rank0"}).json()
     assert [r["run"] for r in body["ranks"]] == ["r/rank0"]
     assert client.get("/api/views/monitor/ranks", params={"run": "nope"}).status_code == 404
+
+
+@pytest.mark.parametrize("tag", ["train/loss", "train_loss"])
+def test_an_adapter_run_without_loss_auto_shows_the_loss_it_logged(tag):
+    # the Trainer callback logs train/loss, Lightning's self.log("train_loss"): no loss/auto
+    p = InMemoryProvider()
+    _record(p, "run", 0, [], modules=["", "fc"])
+    _record(p, "run", 3, [_finding("nan", "fc", "NaN")])
+    p.add_scalars("run", tag, steps=[0, 2, 4], values=[1.0, 0.5, 0.25])
+    p.add_scalars("run", "loss_unrelated", steps=[0], values=[9.0])
+    h = heatmap_impl(p, "run")
+    assert h["loss"] == {"tag": tag, "steps": [0, 2, 4], "values": [1.0, 0.5, 0.25]}
+    assert h["markers"][0]["loss"] == 0.5
+    assert step_impl(p, "run", 3)["loss"] == 0.5
+    # loss/auto, when written, wins over the adapter's tag
+    p.add_scalars("run", "loss/auto", steps=[0], values=[7.0])
+    assert heatmap_impl(p, "run")["loss"]["tag"] == "loss/auto"

@@ -141,6 +141,20 @@ def _dump(d: Any) -> dict[str, Any] | None:
     return None
 
 
+#: The loss tags tried after ``loss/auto``, in order: where the adapters write the loss
+#: (the transformers Trainer's ``train/loss``, Lightning's ``self.log("train_loss")``).
+LOSS_FALLBACKS = ("train/loss", "train_loss", "loss")
+
+
+def _loss(provider: DataProvider, run: str) -> tuple[str, tuple[Any, Any] | None]:
+    """The run's loss tag and series: ``loss/auto``, else the first of :data:`LOSS_FALLBACKS`."""
+    for tag in (TAG_LOSS, *LOSS_FALLBACKS):
+        series = _scalar(provider, run, tag)
+        if series is not None:
+            return tag, series
+    return TAG_LOSS, None
+
+
 def _scalar(provider: DataProvider, run: str, tag: str) -> tuple[Any, Any] | None:
     if tag not in provider.run_info(run).tags.get("scalars", ()):
         return None
@@ -177,7 +191,7 @@ def heatmap_impl(
                 seen.add(str(m))
                 modules.append(str(m))
     checked = _scalar(provider, run, TAG_CHECKED)
-    loss = _scalar(provider, run, TAG_LOSS)
+    loss_tag, loss = _loss(provider, run)
     steps = [doc["step"] for doc in records]
     if checked is not None and len(checked[0]):
         steps += [int(checked[0].min()), int(checked[0].max())]
@@ -232,7 +246,7 @@ def heatmap_impl(
         "markers": markers,
         "loss": None
         if loss is None
-        else {"steps": loss[0].tolist(), "values": json_numbers(loss[1])},
+        else {"tag": loss_tag, "steps": loss[0].tolist(), "values": json_numbers(loss[1])},
     }
 
 
@@ -279,7 +293,7 @@ def step_impl(provider: DataProvider, run: str, step: int) -> dict[str, Any]:
         "findings": findings,
         "truncated": truncated,
         "dump": dump,
-        "loss": _loss_at(_scalar(provider, run, TAG_LOSS), step),
+        "loss": _loss_at(_loss(provider, run)[1], step),
     }
 
 

@@ -36,6 +36,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
   const meta = h("div", { class: "muted", id: "mon-meta" });
   const error = h("div", { class: "error-text", id: "mon-error" });
   const loss = h("canvas", { id: "mon-loss", height: String(LOSS_H) });
+  const lossTitle = h("h4", { id: "mon-loss-title" }, "Loss (loss/auto); ▼ steps with findings");
   const heat = h("canvas", { id: "mon-heat" });
   const hover = h("div", { class: "mon-hover muted", id: "mon-hover" }, "Hover a cell for its finding; click a cell or a ▼ marker for the step's findings.");
   const detail = h("div", { class: "mon-detail", id: "mon-detail" });
@@ -55,7 +56,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     h("div", { class: "toolbar" }, h("label", {}, "run ", pick), legend, h("label", {}, flagged, " only modules with findings")),
     meta,
     error,
-    h("div", { class: "mon-panel" }, h("h4", {}, "Loss (loss/auto); ▼ steps with findings"), loss),
+    h("div", { class: "mon-panel" }, lossTitle, loss),
     ranksPanel,
     h("div", { class: "mon-panel" }, h("h4", {}, "Findings per module (rows) and step (columns)"), heatWrap, hover),
     detail,
@@ -102,6 +103,7 @@ export function render(el: HTMLElement, ctx: ViewContext): ViewInstance {
     const g = loss.getContext("2d");
     if (!g || !data) return;
     g.clearRect(0, 0, loss.width, loss.height);
+    lossTitle.textContent = `Loss (${data.loss?.tag ?? "loss/auto"}); ▼ steps with findings`;
     const top = LOSS_PAD.top;
     const bottom = loss.height - LOSS_PAD.bottom;
     const pts = (data.loss?.steps ?? []).map((s, i) => [s, toNumber(data!.loss!.values[i] ?? null)] as [number, number]);

@@ -41,7 +41,7 @@ export interface Heatmap {
   checked_steps: number;
   cells: Cell[];
   markers: Marker[];
-  loss: { steps: number[]; values: JsonNumber[] } | null;
+  loss: { tag: string; steps: number[]; values: JsonNumber[] } | null;
 }
 
 export interface StepFindings {
