@@ -197,3 +197,30 @@ def test_allowed_hosts_follow_the_bind_address():
     # binding a network interface was an explicit choice: any name unless some are listed
     assert allowed_hosts_for("0.0.0.0") is None
     assert allowed_hosts_for("192.168.1.5", ["board.lan"]) == ("board.lan",)
+
+
+def test_the_run_list_body_is_built_once_per_generation(monkeypatch):
+    from tensorsight.board import app as app_module
+
+    built: list[int] = []
+    real = app_module.runs_impl
+
+    def counting(provider, **kw):
+        built.append(provider.generation)
+        return real(provider, **kw)
+
+    monkeypatch.setattr(app_module, "runs_impl", counting)
+    p = InMemoryProvider()
+    p.add_scalars("a", "loss", steps=[0], values=[1.0])
+    with TestClient(create_app(p)) as c:
+        first = c.get("/api/runs")
+        assert c.get("/api/runs").content == first.content  # polled again: the same body
+        assert len(built) == 1
+        assert first.headers["content-type"] == "application/json"
+        p.add_scalars("b", "loss", steps=[0], values=[1.0])  # new data: a new generation
+        names = [r["name"] for r in c.get("/api/runs").json()["runs"]]
+        assert names == ["a", "b"]
+        assert len(built) == 2
+        monkeypatch.setattr(app_module, "RUNS_BODY_TTL_SECS", 0.0)  # aged: built again
+        c.get("/api/runs")
+        assert len(built) == 3
