@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from tensorsight.errors import InputFileError, UsageError
 
     require_front_end()  # before anything is read: no point serving a board without it
-    remote = "://" in args.logdir and not args.logdir.startswith("file://")
+    remote = LogdirProvider.is_remote(args.logdir)
     logdir: str | Path = args.logdir if remote else Path(args.logdir)  # a URL stays a URL
     if not remote and not Path(logdir).is_dir():  # a URL is checked when it is listed
         msg = (

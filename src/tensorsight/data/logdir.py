@@ -197,6 +197,18 @@ class LogdirProvider(DataProvider):
         []
     """
 
+    @staticmethod
+    def is_remote(logdir: str | Path) -> bool:
+        """True when ``logdir`` is a URL that fsspec opens (``s3://...``), not a local folder.
+
+        Example:
+            >>> LogdirProvider.is_remote("s3://bucket/runs"), LogdirProvider.is_remote("file:///tmp")
+            (True, False)
+        """
+        from tensorsight.summary._fs import is_remote
+
+        return is_remote(str(logdir))
+
     def __init__(
         self,
         logdir: str | Path,
@@ -205,11 +217,10 @@ class LogdirProvider(DataProvider):
         progress: Callable[[int], None] | None = None,
         read: bool = True,
     ) -> None:
-        from tensorsight.summary._fs import is_remote
         from tensorsight.summary.logdir import Logdir
 
         # a URL (s3://...) stays a string: Path would fold its "//"
-        self.path: str | Path = logdir if is_remote(str(logdir)) else Path(logdir)
+        self.path: str | Path = logdir if self.is_remote(logdir) else Path(logdir)
         self._limits = limits or Limits()
         self._lock = threading.RLock()  # queries, and the reload's changes to what they read
         self._reload_lock = threading.Lock()

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from tensorsight.monitor.tags import KINDS
+
 __all__ = ["KINDS", "Anomaly", "Checker", "Series"]
 
-KINDS = ("nan", "overflow", "inf", "underflow", "dead", "spike")
 
 # dtype name -> (largest finite value, smallest normal value) of the reduced-precision types
 _REDUCED = {

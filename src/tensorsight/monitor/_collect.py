@@ -33,6 +33,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tensorsight.monitor.tags import TAG_LOSS
 from tensorsight.summary.lineage import (
     TAG_DATA_GRAPH,
     batch_size_of,
@@ -58,7 +59,6 @@ __all__ = [
     "tag_weight_norm",
 ]
 
-TAG_LOSS = "loss/auto"
 HISTOGRAMS_BY_DEFAULT = 5  # SummaryCollector's "first five parameters"
 
 

@@ -22,7 +22,6 @@ disabled (evaluation) are not checked. A step that ``GradScaler`` skips (no
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import threading
@@ -35,14 +34,17 @@ from typing import Any
 import numpy as np
 
 from tensorsight._lazy import lazy_import
+from tensorsight._wire import json_number
 from tensorsight.errors import AnomalyError, TensorsightError, UsageError
 from tensorsight.monitor import _collect
 from tensorsight.monitor._checks import Anomaly, Checker, Series
+from tensorsight.monitor.tags import FINDINGS_VERSION, TAG_CHECKED, TAG_FINDINGS
 
 __all__ = [
     "ADAPTER_OPTIONS",
     "FINDINGS_VERSION",
     "ON_ANOMALY",
+    "TAG_CHECKED",
     "TAG_FINDINGS",
     "AnomalyWarning",
     "Watch",
@@ -51,8 +53,6 @@ __all__ = [
 
 _ACT_FOLD = 4096  # activation statistics gathered before they are folded per series
 
-TAG_FINDINGS = "monitor/findings"
-FINDINGS_VERSION = 1
 _FINDINGS_PER_STEP = 256  # findings kept in one step's record; the rest are counted
 
 ON_ANOMALY = ("warn", "raise", "ignore")
@@ -750,7 +750,7 @@ class Watch:
         self, step: int, found: list[Anomaly], logging: bool, ids: Any, values: Any
     ) -> None:
         w = self._writer
-        w.add_scalar("monitor/anomalies", float(len(found)), step)
+        w.add_scalar(TAG_CHECKED, float(len(found)), step)
         if not (found or logging):
             return
         for sid, value in zip(ids.tolist(), values.tolist(), strict=True):
@@ -809,8 +809,8 @@ class Watch:
                     "tensor": a.tensor,
                     "dtype": a.dtype,
                     "stat": a.stat,
-                    "value": _json_number(a.value),
-                    "reference": None if a.reference is None else _json_number(a.reference),
+                    "value": json_number(a.value),
+                    "reference": None if a.reference is None else json_number(a.reference),
                 }
                 for a in kept
             ],
@@ -903,15 +903,6 @@ def _minmax_for(torch: Any) -> Callable[[Any], tuple[Any, Any]]:
         return low, high
 
     return minmax
-
-
-def _json_number(v: float) -> float | str:
-    """Finite as is; NaN and ±Inf as ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict JSON)."""
-    if math.isfinite(v):
-        return v
-    if math.isnan(v):
-        return "NaN"
-    return "Infinity" if v > 0 else "-Infinity"
 
 
 def _label(a: Anomaly) -> str:

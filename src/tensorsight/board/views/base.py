@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
+from tensorsight._wire import json_number
 from tensorsight.board.errors import DeadlineExceeded, InvalidArgument, NotFound
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ __all__ = [
     "ViewInfo",
     "float_param",
     "int_param",
+    "json_number",
+    "json_numbers",
     "lookup",
     "offload",
     "offload_json",
@@ -209,16 +212,6 @@ def require_param(request: Request, name: str) -> str:
         msg = f"Query parameter {name!r} is required."
         raise InvalidArgument(msg)
     return value
-
-
-def json_number(v: float) -> float | str:
-    """A float as the API sends it: finite as is, else ``"NaN"``, ``"Infinity"``, ``"-Infinity"``
-    (strict JSON has no non-finite numbers; the front end's ``toNumber`` decodes them)."""
-    if math.isfinite(v):
-        return v
-    if math.isnan(v):
-        return "NaN"
-    return "Infinity" if v > 0 else "-Infinity"
 
 
 def json_numbers(values: np.ndarray) -> list[float | str]:

@@ -27,6 +27,13 @@ from tensorsight.board.views.base import (
     offload_json,
     require_param,
 )
+from tensorsight.monitor.tags import (
+    FINDINGS_VERSION,
+    KINDS,
+    TAG_CHECKED,
+    TAG_FINDINGS,
+    TAG_LOSS,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -46,15 +53,9 @@ __all__ = [
     "step_impl",
 ]
 
-TAG_FINDINGS = "monitor/findings"
-TAG_CHECKED = "monitor/anomalies"
-TAG_LOSS = "loss/auto"
-#: Finding kinds, worst first (the order of ``tensorsight.monitor.KINDS``).
-KINDS = ("nan", "overflow", "inf", "underflow", "dead", "spike")
 LOSS_ROW = "(loss)"
 MAX_COLUMNS = 2000
 _SEVERITY = {k: i for i, k in enumerate(KINDS)}
-_KNOWN_VERSION = 1
 _RANK_RUN = re.compile(r"^(?:(?P<base>.*)/)?rank(?P<rank>\d+)$")
 
 
@@ -111,7 +112,7 @@ def _checked(doc: Any) -> dict[str, Any] | None:
     if not isinstance(doc, dict):
         return None
     version = doc.get("version", 1)
-    if not isinstance(version, int) or isinstance(version, bool) or version > _KNOWN_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version > FINDINGS_VERSION:
         return None
     findings = doc.get("findings")
     clean: list[dict[str, Any]] = []

@@ -20,6 +20,7 @@ from tensorsight.board.errors import InvalidArgument
 from tensorsight.board.views.base import (
     View,
     int_param,
+    json_number,
     offload_json,
     read_records,
     record_at_step,
@@ -121,10 +122,7 @@ def _num(v: Any) -> Any:
         return bytes(v)[:200].decode("utf-8", "replace")
     if isinstance(v, (int, np.integer)):
         return int(v)
-    f = float(v)
-    if np.isfinite(f):
-        return f
-    return "NaN" if np.isnan(f) else ("Infinity" if f > 0 else "-Infinity")
+    return json_number(float(v))
 
 
 def stats(values: NDArray[Any]) -> dict[str, Any]:
