@@ -15,7 +15,7 @@ PIP_ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench proto clean web \
-	web-test system-deps kernel-paths
+	web-test system-deps kernel-paths mindspore-tests
 
 install: $(STAMP)
 
@@ -114,8 +114,23 @@ kernel-paths: $(STAMP) $(WEB_BUILD) system-deps
 	    $(BIN)/pytest -q -p no:cacheprovider $(KERNEL_TESTS); \
 	done
 
+# MindSpore's adapter (tensorsight.integrations.mindspore) against a real MindSpore, in a venv
+# of its own: the framework is ~800 MB and pins numpy < 2 (requirements/mindspore.txt).
+MS_VENV := .venv-mindspore
+MS_STAMP := $(MS_VENV)/.installed
+$(MS_STAMP): pyproject.toml requirements/mindspore.txt
+	$(call say,"installing MindSpore into $(MS_VENV) for its adapter's tests (first time: 1-3 min, ~1 GB)")
+	$(PYTHON) -m venv $(MS_VENV)
+	$(MS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MS_VENV)/bin/python -m pip install $(PIP_ARGS) -r requirements/mindspore.txt
+	touch $(MS_STAMP)
+
+mindspore-tests: $(MS_STAMP)
+	$(call say,"tests/integrations/test_mindspore.py with MindSpore (~1 min)")
+	$(MS_VENV)/bin/pytest -q -p no:cacheprovider tests/integrations/test_mindspore.py
+
 # The README's test command: every check CI runs (pytest last, so its summary ends the output).
-test: system-deps lint fmt-check typecheck arch web-test kernel-paths pytest
+test: system-deps lint fmt-check typecheck arch web-test kernel-paths mindspore-tests pytest
 
 check: test
 
@@ -137,4 +152,4 @@ proto: $(STAMP)
 	    --include_imports --descriptor_set_out="$${f%.proto}.binpb" "$$f"; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage build dist
+	rm -rf $(VENV) $(MS_VENV) .mypy_cache .pytest_cache .ruff_cache .coverage build dist

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.internal import enum_type_wrapper
 
 __all__ = ["Messages", "tb"]
 
@@ -60,9 +61,29 @@ class Messages:
                 enum = _POOL.FindEnumTypeByName(full)  # enums: name -> number mapping
                 cls = {v.name: v.number for v in enum.values}
             else:
-                cls = message_factory.GetMessageClass(descriptor)
+                cls = _message_class(descriptor)
             self._cache[name] = cls
         return cls
+
+
+def _message_class(descriptor: Any) -> Any:
+    """The class of ``descriptor``, its nested messages and enums reachable as attributes.
+
+    protobuf's upb runtime attaches them itself; the pure-Python runtime (chosen with
+    ``PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python``, which importing MindSpore sets) does
+    so only for generated code, so without this ``tb.Summary.Value`` would not exist there.
+    """
+    cls = message_factory.GetMessageClass(descriptor)
+    for nested in descriptor.nested_types:
+        if not hasattr(cls, nested.name):
+            setattr(cls, nested.name, _message_class(nested))
+    for enum in descriptor.enum_types:
+        if not hasattr(cls, enum.name):
+            setattr(cls, enum.name, enum_type_wrapper.EnumTypeWrapper(enum))
+        for value in enum.values:
+            if not hasattr(cls, value.name):
+                setattr(cls, value.name, value.number)
+    return cls
 
 
 tb = Messages("tb.binpb", "tensorsight.tb")
