@@ -126,8 +126,8 @@ $(MS_STAMP): pyproject.toml requirements/mindspore.txt
 	touch $(MS_STAMP)
 
 mindspore-tests: $(MS_STAMP)
-	$(call say,"tests/integrations/test_mindspore.py with MindSpore (~1 min)")
-	$(MS_VENV)/bin/pytest -q -p no:cacheprovider tests/integrations/test_mindspore.py
+	$(call say,"the MindSpore adapter and dump tests with MindSpore (~2 min)")
+	$(MS_VENV)/bin/pytest -q -p no:cacheprovider tests/integrations/test_mindspore.py tests/mindspore
 
 # The README's test command: every check CI runs (pytest last, so its summary ends the output).
 test: system-deps lint fmt-check typecheck arch web-test kernel-paths mindspore-tests pytest
