@@ -215,3 +215,44 @@ def test_inspect_and_dump_folder() -> None:
     (s,) = ins.steps
     assert s.op_count == len(read_dump(MLP).step().ops)
     assert s.backward_ops > 0
+
+
+def _masked(b: bytes) -> int:
+    import google_crc32c
+
+    c = google_crc32c.value(b)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def test_mutated_payloads_with_valid_crcs(tmp_path: Path) -> None:
+    """Random bytes changed inside records whose CRCs are made valid again: every read
+    either succeeds or raises one one-line DumpFormatError (never another exception)."""
+    import random
+
+    rng = random.Random(25)
+    for trial in range(40):
+        d = tmp_path / str(trial)
+        shutil.copytree(MLP, d)
+        f = rng.choice(sorted(p for p in d.iterdir() if p.name.startswith("tfdbg")))
+        data, recs, pos = f.read_bytes(), [], 0
+        while pos < len(data):
+            (n,) = struct.unpack_from("<Q", data, pos)
+            recs.append(bytearray(data[pos + 12 : pos + 12 + n]))
+            pos += 16 + n
+        rec = recs[rng.randrange(len(recs))]
+        for _ in range(rng.randint(1, 4)):
+            if rec:
+                rec[rng.randrange(len(rec))] = rng.randrange(256)
+        out = bytearray()
+        for p in recs:
+            length = struct.pack("<Q", len(p))
+            out += length + struct.pack("<I", _masked(length)) + p
+            out += struct.pack("<I", _masked(bytes(p)))
+        f.write_bytes(bytes(out))
+        try:
+            _read_all(d)
+        except DumpFormatError as exc:
+            message = str(exc)
+        else:
+            message = ""
+        assert "\n" not in message
