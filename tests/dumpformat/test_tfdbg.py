@@ -256,3 +256,29 @@ def test_mutated_payloads_with_valid_crcs(tmp_path: Path) -> None:
         else:
             message = ""
         assert "\n" not in message
+
+
+def test_two_tensorflow_dumps_pair_by_name() -> None:
+    from tensorsight.compare import compare
+
+    same = compare(MLP, MLP)
+    assert same.first_divergence is None
+    assert all(r.match != "unmatched" for r in same.rows)
+    bad = compare(MLP, DATA / "mlp_eps")
+    first = bad.first_divergence
+    assert first is not None
+    # the epsilon constant itself: MLP_1/ln_1/add/y, the add's scope inside MLP.ln
+    assert (first.op, first.module_path, first.direction) == (
+        "MLP_1/ln_1/add/y",
+        "MLP.ln.add",
+        "forward",
+    )
+
+
+def test_compare_against_another_format_is_refused() -> None:
+    from tensorsight.compare import compare
+    from tensorsight.errors import CompareError
+
+    msprobe = Path(__file__).parent / "data" / "msprobe" / "md5_L0"
+    with pytest.raises(CompareError, match="TensorFlow debugger dump pairs only with another"):
+        compare(MLP, msprobe)
