@@ -143,13 +143,13 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 # Compile the .proto specs into committed descriptor sets (needs grpcio-tools, dev only).
-PROTO_DIR := src/tensorsight/summary/_proto
+PROTO_DIRS := src/tensorsight/summary/_proto src/tensorsight/dumpformat/_proto
 proto: $(STAMP)
 	$(BIN)/python -m pip install --quiet grpcio-tools
-	cd $(PROTO_DIR) && for f in *.proto; do \
+	for d in $(PROTO_DIRS); do (cd $$d && for f in *.proto; do \
 	  ../../../../$(BIN)/python -m grpc_tools.protoc -I. \
 	    -I"$$(../../../../$(BIN)/python -c 'import grpc_tools,os;print(os.path.dirname(grpc_tools.__file__))')/_proto" \
-	    --include_imports --descriptor_set_out="$${f%.proto}.binpb" "$$f"; done
+	    --include_imports --descriptor_set_out="$${f%.proto}.binpb" "$$f"; done) || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(MS_VENV) .mypy_cache .pytest_cache .ruff_cache .coverage build dist

@@ -130,6 +130,7 @@ PART_NAMES = {
     ],
     "tensorsight.monitor": ["KINDS", "ON_ANOMALY", "Anomaly", "AnomalyWarning", "Watch", "watch"],
     "tensorsight.landscape": ["Landscape", "compute"],
+    "tensorsight.tensorflow": ["MANIFEST", "dump"],
     "tensorsight.errors": [
         "AnomalyError",
         "CaptureError",

@@ -72,6 +72,7 @@ _FAMILIES = {
     "onnxruntime": "onnx",
     "onnx.reference": "onnx",
     "mindspore": "mindspore",  # MindSpore's own Dump (no manifest: the format's name)
+    "tfdbg": "tensorflow",  # TensorFlow's debugger v2 dump (no manifest either)
 }
 
 # bench outputs that an inference graph computes inside one node and never exposes:
@@ -489,11 +490,14 @@ def match_across(
             if not g.ops:
                 g.ops = {h.target.seq for h in g.hits.values()}
         _converted(groups, rows_t, matcher)
-        _fallback(groups, rows_t, claimed, produced)
+        # TensorFlow sums a tensor's gradient contributions in one AddN (outside any scope),
+        # so a per-path gradient (a LayerNorm's input gradient before the residual's is
+        # added) has no counterpart: by position, backward outputs would pair wrongly
+        _fallback(groups, rows_t, claimed, produced, backward=fam_t != "tensorflow")
         _absorb(groups, seqs)
         for g in groups:
             covered |= g.ops
-            pairs.append(_pair_of(g, target, key[1], produced))
+            pairs.append(_pair_of(g, target, key[1], produced, fam_t == "tensorflow"))
     for seq, op in enumerate(target):
         if seq not in covered:
             seg = resolve(seg_t[op.index])
@@ -590,10 +594,12 @@ def _fallback(
     rows_t: Sequence[_Row],
     claimed: set[object],
     produced: set[tuple[int, str]],
+    backward: bool = True,
 ) -> None:
     """Structural pairs for the tensors values could not pair (the runs differ there):
-    outputs, and inputs that an earlier bench op produced (a parameter that matched nothing
-    has no counterpart: a weight the export folded into another op's)."""
+    outputs (of backward ops only where ``backward``), and inputs that an earlier bench op
+    produced (a parameter that matched nothing has no counterpart: a weight the export
+    folded into another op's)."""
 
     def made(g: _Group) -> int | None:  # the last target op whose output the group holds
         return max((h.target.seq for h in g.hits.values() if h.target.is_output), default=None)
@@ -606,6 +612,8 @@ def _fallback(
         for rec in g.bench.outputs:
             if rec.tensor in g.hits or _saved_statistic(g.bench.op, rec.tensor):
                 continue
+            if not backward and g.bench.direction == "backward":
+                break
             n = math.prod(rec.shape)
             free = [
                 r for r in rows_t
@@ -698,11 +706,15 @@ def _saved_statistic(op: str, tensor: str) -> bool:
 
 
 def _pair_of(
-    g: _Group, target: Sequence[OpRecord], segment: str, produced: set[tuple[int, str]]
+    g: _Group,
+    target: Sequence[OpRecord],
+    segment: str,
+    produced: set[tuple[int, str]],
+    summed: bool = False,
 ) -> OpPair:
     b = g.bench
     if not g.hits:
-        return OpPair((b,), (), "unmatched", _why_unmatched(b, None, segment, True))
+        return OpPair((b,), (), "unmatched", _why_unmatched(b, None, segment, True, summed))
     members = [target[s] for s in sorted(g.ops)]
     producers = sorted({h.target.seq for h in g.hits.values() if h.target.is_output})
     anchor = target[producers[-1]] if producers else members[-1]
@@ -715,7 +727,7 @@ def _pair_of(
     layouts = tuple((n, h.layout) for n, h in g.hits.items() if h.layout is not None)
     conversions = tuple((n, h.conversion) for n, h in g.hits.items() if h.conversion)
     notes = tuple(
-        (rec.tensor, _why_unmatched(b, rec, segment, (b.index, rec.tensor) in produced))
+        (rec.tensor, _why_unmatched(b, rec, segment, (b.index, rec.tensor) in produced, summed))
         for rec in b.tensors
         if rec.tensor not in g.hits
     )
@@ -725,7 +737,13 @@ def _pair_of(
     )
 
 
-def _why_unmatched(op: OpRecord, rec: TensorRecord | None, segment: str, is_produced: bool) -> str:
+def _why_unmatched(
+    op: OpRecord,
+    rec: TensorRecord | None,
+    segment: str,
+    is_produced: bool,
+    summed: bool = False,
+) -> str:
     where = segment or "the root"
     if rec is not None and _saved_statistic(op.op, rec.tensor):
         return (
@@ -742,5 +760,11 @@ def _why_unmatched(op: OpRecord, rec: TensorRecord | None, segment: str, is_prod
         return (
             f"{why}; a parameter or model input without counterpart (an export may fold it "
             "into another op's weights, e.g. BatchNorm into the Conv before it)."
+        )
+    if summed and op.direction == "backward":  # the target is TensorFlow (see _fallback)
+        return (
+            f"{why}; TensorFlow sums a tensor's gradient contributions in one AddN, so a "
+            "gradient of one path (before a residual's is added), or one that is rounding "
+            "noise around zero, may have no counterpart (not paired by position)."
         )
     return f"{why}, and no unpaired one of that size is left at its place in the module."

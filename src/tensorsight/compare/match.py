@@ -236,14 +236,16 @@ def match_ops(
 
     Raises:
         CompareError: A tensorsight dump and an msprobe dump at levels that cannot pair, or
-            a MindSpore Dump against a dump of another format.
+            a MindSpore Dump or TensorFlow debugger dump against a dump of another format.
     """
-    if formats is not None and formats[0] != formats[1] and "mindspore" in formats:
+    foreign = {"mindspore": "MindSpore Dump", "tfdbg": "TensorFlow debugger dump"}
+    if formats is not None and formats[0] != formats[1] and (set(formats) & set(foreign)):
+        what = foreign[next(f for f in formats if f in foreign)]
         msg = (
-            f"Dumps ({formats[0]} vs {formats[1]}): a MindSpore Dump pairs only with another "
-            "MindSpore Dump or, by value, with a tensorsight dump of PyTorch given without "
+            f"Dumps ({formats[0]} vs {formats[1]}): a {what} pairs only with another "
+            f"{what} or, by value, with a tensorsight dump of PyTorch given without "
             "a mapping; its kernels do not map one to one to other formats' ops. Expected "
-            "two MindSpore Dumps, or a PyTorch dump and no --mapping."
+            f"two {what}s, or a PyTorch dump and no --mapping."
         )
         raise CompareError(msg)
     rules = _rules(formats)

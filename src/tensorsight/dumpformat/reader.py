@@ -1,4 +1,5 @@
-"""Read dumps: tensorsight's own format, msprobe folders and MindSpore Dumps, through one API.
+"""Read dumps: tensorsight's own format, msprobe folders, MindSpore Dumps and TensorFlow
+debugger dumps, through one API.
 
 :func:`read_dump` opens a folder and returns a :class:`Dump`; ``dump.step(rank, step)``
 returns a :class:`DumpStep` whose ``ops`` are :class:`~tensorsight.dumpformat.schema.OpRecord`
@@ -207,7 +208,8 @@ class Dump:
 
     Attributes:
         path: The dump folder.
-        format: ``"tensorsight"``, ``"msprobe"`` or ``"mindspore"`` (MindSpore's own Dump).
+        format: ``"tensorsight"``, ``"msprobe"``, ``"mindspore"`` (MindSpore's own Dump) or
+            ``"tfdbg"`` (TensorFlow's debugger v2).
     """
 
     def __init__(
@@ -293,6 +295,10 @@ class Dump:
             from tensorsight.dumpformat.mindspore import MindSporeStep
 
             return DumpStep(r, s, folder, MindSporeStep(folder, s))
+        if self.format == "tfdbg":  # TensorFlow's debugger: one folder, one step
+            from tensorsight.dumpformat.tfdbg import TfdbgStep
+
+            return DumpStep(r, s, folder, TfdbgStep(folder))
 
         def cut_off() -> bool:
             manifest = self.manifest(r)
@@ -334,11 +340,12 @@ def _numbered(path: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
 
 
 def read_dump(path: str | os.PathLike[str]) -> Dump:
-    """Open a dump folder (tensorsight's format, msprobe's, MindSpore's) without loading tensors.
+    """Open a dump folder (tensorsight's, msprobe's, MindSpore's, TensorFlow debugger's)
+    without loading tensors.
 
     Args:
-        path: The dump folder (holding ``rank<N>/``, msprobe's ``step<S>/`` or MindSpore's
-            ``rank_<R>/``), or one rank's folder.
+        path: The dump folder (holding ``rank<N>/``, msprobe's ``step<S>/``, MindSpore's
+            ``rank_<R>/`` or TensorFlow's ``tfdbg_events.*`` files), or one rank's folder.
 
     Raises:
         InputFileError: ``path`` does not exist or is not a folder.
@@ -366,8 +373,14 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
     layout = mindspore_layout(root)
     if layout:
         return Dump(root, "mindspore", layout)
+    from tensorsight.dumpformat.tfdbg import tfdbg_layout
+
+    layout = tfdbg_layout(root)
+    if layout:
+        return Dump(root, "tfdbg", layout)
     msg = (
         f"Dump {str(root)!r}: not a dump. Expected rank<N>/manifest.json (tensorsight), "
-        "step<S>/<rank or proc>/dump.json (msprobe) or rank_<R>/execution_order/ (MindSpore)."
+        "step<S>/<rank or proc>/dump.json (msprobe), rank_<R>/execution_order/ (MindSpore) "
+        "or tfdbg_events.*.metadata (TensorFlow's debugger)."
     )
     raise DumpFormatError(msg)

@@ -81,8 +81,8 @@ def register(subparsers: Any) -> None:
 
 
 def is_dump_folder(path: str, *, max_depth: int = 4) -> bool:
-    """True when ``path`` holds a dump (a manifest/dump.json, a MindSpore execution order)
-    and no event files."""
+    """True when ``path`` holds a dump (a manifest/dump.json, a MindSpore execution order,
+    TensorFlow debugger files) and no event files."""
     from tensorsight.summary.logdir import file_format
 
     found_dump = False
@@ -93,7 +93,10 @@ def is_dump_folder(path: str, *, max_depth: int = 4) -> bool:
         if any(file_format(f) for f in files):
             return False
         found_dump = found_dump or any(
-            f in _DUMP_MARKERS or f.startswith(_MINDSPORE_ORDER) for f in files
+            f in _DUMP_MARKERS
+            or f.startswith(_MINDSPORE_ORDER)
+            or (f.startswith("tfdbg_events.") and f.endswith(".metadata"))  # TensorFlow's
+            for f in files
         )
     return found_dump
 
