@@ -15,7 +15,7 @@ PIP_ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: install fmt fmt-check lint typecheck arch pytest test check demo bench proto clean web \
-	web-test system-deps kernel-paths mindspore-tests
+	web-test system-deps kernel-paths mindspore-tests tensorflow-tests
 
 install: $(STAMP)
 
@@ -129,8 +129,24 @@ mindspore-tests: $(MS_STAMP)
 	$(call say,"the MindSpore adapter and dump tests with MindSpore (~2 min)")
 	$(MS_VENV)/bin/pytest -q -p no:cacheprovider tests/integrations/test_mindspore.py tests/mindspore
 
+# TensorFlow's live tests (tensorsight.tensorflow.dump, a TF step against PyTorch) likewise.
+TF_VENV := .venv-tensorflow
+TF_STAMP := $(TF_VENV)/.installed
+TF_TESTS := tests/compare/test_tensorflow_cross.py tests/test_tensorflow_helper.py
+$(TF_STAMP): pyproject.toml requirements/tensorflow.txt
+	$(call say,"installing TensorFlow and torch into $(TF_VENV) for the live TensorFlow tests (first time: 1-3 min, ~1.5 GB)")
+	$(PYTHON) -m venv $(TF_VENV)
+	$(TF_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TF_VENV)/bin/python -m pip install $(PIP_ARGS) -r requirements/tensorflow.txt
+	touch $(TF_STAMP)
+
+tensorflow-tests: $(TF_STAMP)
+	$(call say,"the TensorFlow tests with TensorFlow (~2 min)")
+	TF_ENABLE_ONEDNN_OPTS=0 TF_CPP_MIN_LOG_LEVEL=3 $(TF_VENV)/bin/pytest -q -p no:cacheprovider $(TF_TESTS)
+
 # The README's test command: every check CI runs (pytest last, so its summary ends the output).
-test: system-deps lint fmt-check typecheck arch web-test kernel-paths mindspore-tests pytest
+test: system-deps lint fmt-check typecheck arch web-test kernel-paths mindspore-tests \
+	tensorflow-tests pytest
 
 check: test
 
@@ -152,4 +168,4 @@ proto: $(STAMP)
 	    --include_imports --descriptor_set_out="$${f%.proto}.binpb" "$$f"; done) || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(MS_VENV) .mypy_cache .pytest_cache .ruff_cache .coverage build dist
+	rm -rf $(VENV) $(MS_VENV) $(TF_VENV) .mypy_cache .pytest_cache .ruff_cache .coverage build dist
