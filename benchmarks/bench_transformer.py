@@ -12,8 +12,9 @@ one forward + backward + AdamW step. Two measurements:
    >= 1 GB/s, bytes of both dumps over the CLI's wall time.
 2. The training step dumped in statistics mode (level op) against the plain step, in
    alternating rounds in this process, the dump's close counted. Goal: <= x1.5. Once in
-   wall time, once in CPU time (the process's and the training thread's), which the
-   machine's load moves much less.
+   wall time per step, once as blocks of steps with the close inside, in the process's CPU
+   time (which the machine's load moves much less) and wall time side by side, median,
+   quartiles and range of the rounds' ratios.
 
 The machine's load moves wall times: the CPU time (user + sys) of each ``tensorsight
 compare`` is noted too, with GB per CPU-second and the load average, and min-of-N ratios
@@ -22,9 +23,9 @@ next to the medians.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import textwrap
@@ -187,51 +188,82 @@ def _statistics(h: Harness) -> None:
     )
 
 
+def _spread(xs: list[float]) -> str:
+    """Median with the quartiles and the extremes: ``x1.32 [1.28-1.37; 1.20-1.60]``."""
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return f"x{q[1]:.2f} [IQR {q[0]:.2f}-{q[2]:.2f}; range {min(xs):.2f}-{max(xs):.2f}]"
+
+
 def _statistics_cpu(h: Harness) -> None:
-    """The same comparison in CPU time: the process's (every thread: training, torch's pool,
-    the dump's writer) and the training thread's, per step, each round's close spread over
-    its steps. On a shared machine the wall-time ratio above moves with the other
-    processes' load; CPU time moves much less."""
+    """The same comparison as blocks, in CPU time and wall time side by side.
+
+    Each round times a block of plain steps and a block of captured steps in a new dump,
+    its close included (the dump's start and one warm step are not timed), in alternating
+    order, so that a change in the machine's load hits both alike. The CPU time is the
+    process's (``time.process_time``: training, torch's thread pool, the dump's writer
+    thread), which other processes' load moves much less than the wall time; each ratio is
+    one round's captured block over its plain block, and the note gives the median, the
+    quartiles and the extremes of the rounds' ratios, the torch thread count and the load.
+
+    With more than one torch thread, run it with ``OMP_WAIT_POLICY=PASSIVE``: by default
+    OpenMP's idle workers spin, and on a loaded machine that spinning (counted as the
+    process's CPU time) made the plain step's CPU time ten times its work (915 vs 89 ms).
+    """
+    import torch
+
     import tensorsight
 
     ns: dict[str, Any] = {}
     exec(MODEL, ns)  # our own model source, shared with the dump children
     _, step = ns["build"](h.quick)
-    rounds, per_round = (2, 3) if h.quick else (max(h.repeat, 3), 10)
-
-    def timed(fn: Any) -> tuple[float, float]:
-        p, t = time.process_time(), time.thread_time()
-        fn()
-        return time.process_time() - p, time.thread_time() - t
-
-    def captured(d: Any) -> None:
+    rounds = 3 if h.quick else int(os.environ.get("TENSORSIGHT_BENCH_ROUNDS", "15"))
+    per_round = 3 if h.quick else 8
+    for _ in range(3):
         step()
-        d.step()
 
-    plain: list[tuple[float, float]] = []
-    stats: list[tuple[float, float]] = []
-    for _ in range(rounds):
-        for _ in range(2):
+    def plain() -> tuple[float, float]:
+        w, p = time.perf_counter(), time.process_time()
+        for _ in range(per_round):
             step()
-        plain.extend(timed(step) for _ in range(per_round))
+        return time.perf_counter() - w, time.process_time() - p
+
+    def captured(folder: str) -> tuple[float, float]:
+        d = tensorsight.dump(os.path.join(folder, "d"), level="op", mode="statistics")
+        d.start()
+        step()  # warm: hooks, caches, writer thread
+        d.step()
+        w, p = time.perf_counter(), time.process_time()
+        for _ in range(per_round):
+            step()
+            d.step()
+        d.close()
+        return time.perf_counter() - w, time.process_time() - p
+
+    wall: list[float] = []
+    cpu: list[float] = []
+    base: list[tuple[float, float]] = []
+    for i in range(rounds):
         folder = tempfile.mkdtemp(prefix="bench_transformer_cpu_")
         try:
-            d = tensorsight.dump(os.path.join(folder, "d"), level="op", mode="statistics")
-            d.start()
-            captured(d)  # warm: hooks, caches, writer thread
-            run = [timed(functools.partial(captured, d)) for _ in range(per_round)]
-            close = timed(d.close)
+            if i % 2:
+                b, c = plain(), captured(folder)
+            else:
+                c, b = captured(folder), plain()
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        stats.extend((p + close[0] / per_round, t + close[1] / per_round) for p, t in run)
-    parts = []
-    for i, what in enumerate(("process", "training thread")):
-        a = sorted(x[i] for x in plain)[len(plain) // 2]
-        b = sorted(x[i] for x in stats)[len(stats) // 2]
-        parts.append(f"{what} x{b / a:.2f} ({a * 1e3:.0f} -> {b * 1e3:.0f} ms)")
+        base.append(b)
+        wall.append(c[0] / b[0])
+        cpu.append(c[1] / b[1])
+    step_wall = statistics.median(b[0] for b in base) / per_round
+    step_cpu = statistics.median(b[1] for b in base) / per_round
+    policy = os.environ.get("OMP_WAIT_POLICY", "unset")
     h.note(
-        f"GPT step, statistics dump, CPU time per step with each dump's close (medians): "
-        f"{'; '.join(parts)}; load average {os.getloadavg()[0]:.1f}; goal <= x1.5"
+        f"GPT step, statistics dump, blocks of {per_round} steps with the dump's close, "
+        f"{rounds} alternating rounds, {torch.get_num_threads()} torch threads, "
+        f"OMP_WAIT_POLICY {policy} (plain step "
+        f"{step_wall * 1e3:.0f} ms wall, {step_cpu * 1e3:.0f} ms CPU): CPU (process) "
+        f"{_spread(cpu)}; wall {_spread(wall)}; load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; goal <= x1.5"
     )
 
 

@@ -23,6 +23,8 @@ def test_benchmark_runs_quick_and_the_healthy_pair_has_no_error_rows():
     assert " 0 error rows" in dumps  # fp32 vs bf16 autocast is healthy
     assert any("goal <= x1.5" in line for line in h.lines)
     assert any("goal >= 1 GB/s" in line for line in h.lines)
-    cpu = next(line for line in h.lines if "CPU time per step" in line)
-    assert "process x" in cpu
-    assert "training thread x" in cpu
+    cpu = next(line for line in h.lines if "blocks of" in line)
+    assert "CPU (process) x" in cpu
+    assert "; wall x" in cpu
+    assert "IQR" in cpu
+    assert "torch threads" in cpu

@@ -139,6 +139,50 @@ def test_transformer_rows_match_the_python_path(
     assert [o.index for o in ops] == sorted(o.index for o in ops)
 
 
+@pytest.mark.parametrize(
+    "capture", ["python", pytest.param("auto", marks=needs_native, id="native")]
+)
+def test_foreach_optimizer_writes_are_its_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: str
+) -> None:
+    """``_foreach_*_`` ops return nothing: the tensors they wrote are recorded as their
+    outputs (``output.<j>``), measured after the write, the same on both paths."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05, foreach=True)
+    x = torch.randn(5, 4)
+
+    def step() -> None:
+        opt.zero_grad()
+        model(x).square().sum().backward()
+        opt.step()
+
+    dump = _dump(tmp_path / capture, step, monkeypatch, capture=capture, steps=2)
+    assert dump.manifest().extra["capture"] == ("python" if capture == "python" else "native")
+    ops = [o for o in _ops(dump, 1) if o.op.split(".")[1].startswith("_foreach_")]
+    ops = [o for o in ops if o.op.split(".")[1].endswith("_")]  # in place: returns nothing
+    assert len(ops) >= 6
+    for o in ops:
+        assert [t.tensor for t in o.outputs] == [f"output.{j}" for j in range(4)], o.op
+    # the last write into the parameters: its outputs are the parameters after the step
+    last = [o for o in ops if o.op == "aten._foreach_addcdiv_.ScalarList"][-1]
+    for rec, p in zip(last.outputs, model.parameters(), strict=True):
+        assert rec.stats is not None
+        want = float(torch.linalg.vector_norm(p.detach().double()))
+        assert rec.stats.norm == pytest.approx(want, rel=1e-12)
+    if capture != "python":  # the same rows as the Python path's
+        monkeypatch.undo()
+        torch.manual_seed(0)
+        model.load_state_dict(
+            torch.nn.Sequential(
+                torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2)
+            ).state_dict()
+        )
+        opt.state.clear()
+        python = _dump(tmp_path / "py", step, monkeypatch, capture="python", steps=2)
+        assert _assert_same_rows(python, dump, steps=2) > 50
+
+
 class _Scale(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * torch.ones(x.shape[-1])  # no autograd node: x does not require grad

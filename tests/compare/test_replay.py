@@ -96,6 +96,39 @@ def test_replay_reproduces_the_recorded_output(tmp_path, case, fn, op):
         np.testing.assert_allclose(got, want, atol=1e-4 * scale, err_msg=f"{op} {name} f64")
 
 
+def _adamw_foreach() -> None:
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
+    opt = torch.optim.AdamW(model.parameters(), lr=0.05, foreach=True)
+    x = torch.randn(5, 4)
+    for _ in range(2):
+        opt.zero_grad()
+        model(x).square().sum().backward()
+        opt.step()
+
+
+def test_foreach_ops_replay_their_lists(tmp_path):
+    """AdamW(foreach=True): list-in, list-out ops. An in-place ``_foreach_*_`` op returns
+    nothing; its outputs are the tensors it wrote (``output.<j>`` per list element), recorded
+    and replayed as such."""
+    path = _dump(tmp_path / "foreach", _adamw_foreach)
+    ops = [o for o in read_dump(path).step().ops if o.op.startswith("aten._foreach_")]
+    names = {o.op for o in ops}
+    assert {"aten._foreach_addcdiv_.ScalarList", "aten._foreach_lerp_.Scalar"} <= names
+    assert "aten._foreach_sqrt.default" in names  # out of place: returns a list
+    for rec in ops:
+        want = [t.tensor for t in rec.inputs if t.tensor.startswith("input.0.")]
+        assert [t.tensor for t in rec.outputs] == [f"output.{j}" for j in range(len(want))]
+        outputs = replay_recorded(path, rec.index)
+        assert sorted(outputs) == sorted(t.tensor for t in rec.outputs), rec.op
+        for name, (got, recorded) in outputs.items():
+            np.testing.assert_array_equal(got, recorded, err_msg=f"{rec.op} {name}")
+    # the last update of the parameters holds their values after the step
+    last = [o for o in ops if o.op == "aten._foreach_addcdiv_.ScalarList"][-1]
+    step = read_dump(path).step()
+    assert float(np.abs(step.load(last.outputs[0]) - step.load(last.inputs[0])).max()) > 0
+
+
 def test_replay_uses_every_argument(tmp_path):
     """addcdiv_'s value= (the learning-rate step) and the LayerNorm's eps are not dropped."""
     path = _dump(tmp_path / "adamw", _adamw)

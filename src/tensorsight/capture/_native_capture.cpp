@@ -71,6 +71,9 @@ struct OpInfo {
   std::vector<std::string> arg_names;  // per schema argument: "input.<i>" or "input.<name>"
   bool single_list_return = false;
   std::vector<bool> written;  // per schema argument: the op writes into it
+  // an op that returns nothing (``_foreach_add_``): the positions of the arguments it writes
+  // into, recorded as its outputs when it ends (as the Python path's torch_ops does)
+  std::vector<size_t> void_written;
   std::vector<std::string> keys;  // per schema argument: "\"<name>\":" of the args text
   std::vector<int> kinds;  // per schema argument: what an int means (see ArgKind)
 };
@@ -176,6 +179,11 @@ const OpInfo& info_of(const at::RecordFunction& fn) {
       }
       const auto& rets = schema.returns();
       info.single_list_return = rets.size() == 1 && rets[0].type()->kind() == c10::TypeKind::ListType;
+      if (rets.empty()) {
+        for (size_t i = 0; i < info.written.size(); i++) {
+          if (info.written[i]) info.void_written.push_back(i);
+        }
+      }
     }
   }
   return g->ops.insert_or_assign(key, std::move(info)).first->second;
@@ -563,6 +571,9 @@ struct Ctx : at::ObserverContext {
   bool recorded = false;
   bool forward = false;
   std::vector<const void*> written;  // storages this op writes (their cache entries go)
+  // an op that returns nothing: the arguments it writes into (OpInfo::void_written), held
+  // from the start (inputs() is valid only then) to be recorded as its outputs at the end
+  std::vector<c10::IValue> void_outputs;
   int64_t module = 0;
   int unwinding = 0;  // std::uncaught_exceptions() when the op started
   // buffer sizes before this op's rows (to drop them if the op fails)
@@ -603,6 +614,9 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ctx->shapes = g->shapes.size();
   ctx->stats = g->stats.size();
   auto inputs = fn.inputs();
+  for (size_t i : info.void_written) {
+    if (i < inputs.size()) ctx->void_outputs.push_back(inputs[i]);
+  }
   int64_t args = args_id(info, inputs);
   g->op_rows.insert(g->op_rows.end(), {info.name_id, direction, module, grad_fn, 0, args});
   int64_t count = 0;
@@ -641,6 +655,18 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext* c) {
         count++;
       }
       j++;
+    }
+  } else if (outputs.empty() && !ctx->void_outputs.empty()) {
+    // nothing returned: the written arguments, named as if returned (one: itself; several:
+    // a tuple of them), measured now that the op wrote them
+    const auto& written = ctx->void_outputs;
+    if (written.size() == 1) {
+      count += add_value(written[0], intern("output.0"), "output");
+    } else {
+      for (size_t k = 0; k < written.size(); k++) {
+        std::string prefix = "output." + std::to_string(k);
+        count += add_value(written[k], intern(prefix), prefix);
+      }
     }
   } else {
     for (size_t i = 0; i < outputs.size(); i++) {

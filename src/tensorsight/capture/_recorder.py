@@ -92,6 +92,7 @@ class Recorder:
         """Restart the execution index (cached statistics stay valid across steps)."""
         self.index = 0
         self.copies.clear()
+        self.cache.sweep()  # the ended step's intermediates are gone: so go their entries
 
     def wants(self, op: str, module_path: str) -> bool:
         """Whether the filters keep an op (memoized)."""

@@ -288,6 +288,22 @@ class StatsCache:
         for key in self._by_storage.pop(ptr, ()):
             self._entries.pop(key, None)
 
+    def sweep(self) -> None:
+        """Drop the entries of storages that died (at step boundaries): a step's
+        intermediates die with it, and their entries (a weak reference and a measurement
+        each) would otherwise pile up until :meth:`put`'s cap."""
+        live = {k: v for k, v in self._entries.items() if not _expired(v[0])}
+        if len(live) == len(self._entries):
+            return
+        self._entries = live
+        by_storage: dict[int, list[tuple[Any, ...]]] = {}
+        for k in live:
+            by_storage.setdefault(_address(k), []).append(k)
+        self._by_storage = by_storage
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def clear(self) -> None:
         """Forget everything (at step boundaries)."""
         self._entries.clear()

@@ -238,11 +238,32 @@ def _run(
     args, kwargs = call_arguments(fn, op, tensor)
     try:
         with torch.no_grad():
-            return fn(*args, **kwargs)
+            res = fn(*args, **kwargs)
     except (RuntimeError, TypeError, ValueError, IndexError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         msg = f"Replay of {op.op!r}: the op rejected the recorded arguments ({first})."
         raise CompareError(msg) from exc
+    if res is None:  # an op that returns nothing (``_foreach_add_``): what it wrote into
+        res = _written(fn, args, kwargs)
+    return res
+
+
+def _written(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The arguments an op wrote into, as the capture records them for an op that returns
+    nothing: the one written argument itself (a tensor list: ``output.<j>``), several as a
+    tuple (``output.<k>``, ``output.<k>.<j>``)."""
+    schema = getattr(fn, "_schema", None)
+    values = []
+    for i, a in enumerate(schema.arguments if schema is not None else ()):
+        if a.alias_info is not None and a.alias_info.is_write:
+            if a.kwarg_only or i >= len(args):
+                if a.name in kwargs:
+                    values.append(kwargs[a.name])
+            else:
+                values.append(args[i])
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _output(torch: Any, res: Any, name: str, op: str) -> np.ndarray:

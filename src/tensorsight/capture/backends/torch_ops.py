@@ -73,7 +73,11 @@ class _Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
             _wait_for_collective(out)
         if written:  # what was measured in the written storages is stale, through any alias
             rec.invalidate(_written_args(written, args, kwargs))
-        outputs = iter_tensors(out, "output")
+        if out is None and written:  # returns nothing (``_foreach_add_``): what it wrote
+            values = _written_args(written, args, kwargs)
+            outputs = iter_tensors(values[0] if len(values) == 1 else tuple(values), "output")
+        else:
+            outputs = iter_tensors(out, "output")
         out_snaps = rec.snapshot(outputs, fresh=fresh)
         if fresh and not collective:
             rec.after_bump(outputs, out_snaps)
