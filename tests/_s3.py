@@ -39,6 +39,7 @@ def s3_server(*buckets: str) -> Iterator[Any]:
     }
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    _forget_clients()
     try:
         client = boto3.client("s3")
         for b in buckets:
@@ -50,7 +51,15 @@ def s3_server(*buckets: str) -> Iterator[Any]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        _forget_clients()
         server.stop()
+
+
+def _forget_clients() -> None:
+    """Drop s3fs's cached file systems: one made for another server keeps that endpoint."""
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
 
 
 def upload_tree(client: Any, local: Path, bucket: str, prefix: str) -> int:

@@ -60,8 +60,10 @@ __all__ = [
     "remove_tree",
     "size",
     "snapshot",
+    "staging_dir",
     "to_path",
     "tree_size",
+    "upload_tree",
     "write_at",
     "write_text_atomic",
 ]
@@ -250,6 +252,47 @@ def tree_size(path: RemotePath) -> int:
     assert listing is not None
     prefix = path.url + "/"
     return sum(n for url, n in listing.sizes.items() if url.startswith(prefix))
+
+
+def staging_dir(prefix: str) -> Path:
+    """A new local folder where a remote writer buffers its files before uploading them
+    (under ``$TENSORSIGHT_STAGING_DIR``, else the system's temporary folder)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("TENSORSIGHT_STAGING_DIR")))
+
+
+def upload_tree(local: Path, url: RemotePath, *, replace: bool = False) -> int:
+    """Upload every file below ``local`` to ``url``, each once as a whole object (large ones
+    in multipart parts, as the scheme's package does), ``manifest.json`` files last so that a
+    reader that finds a manifest finds everything it names; the number of objects.
+
+    ``replace`` first deletes what is below ``url`` (an overwritten dump's older steps).
+
+    Raises:
+        InputFileError: An upload failed (the message names the object).
+    """
+    fs, base = _remote(url.url)
+    if replace:
+        try:
+            if fs.exists(base):
+                fs.rm(base, recursive=True)
+        except FileNotFoundError:
+            pass
+        except Exception as exc:
+            raise _os_error(url.url, exc) from exc
+    files = sorted(
+        (p for p in local.rglob("*") if p.is_file()),
+        key=lambda p: (p.name == "manifest.json", p.as_posix()),
+    )
+    for p in files:
+        rel = p.relative_to(local).as_posix()
+        try:
+            fs.put_file(str(p), f"{base.rstrip('/')}/{rel}")
+        except Exception as exc:
+            where = f"{url.url}/{rel}"
+            raise _os_error(where, exc) from exc
+    return len(files)
 
 
 def _listed(path: RemotePath) -> _Listing | None:
