@@ -140,6 +140,8 @@ def _open_rank(root: str, rank: int) -> Dump:
     thousand folders each). msprobe dumps keep ranks below steps and open at the root.
     """
     own = _fs.locate(root) / f"rank{rank}"
+    if isinstance(own, _fs.RemotePath):  # URLs hold tensorsight dumps only: no HEAD first
+        return read_dump(own)
     if _fs.exists(own / "manifest.json"):
         return read_dump(own)
     return read_dump(root)
