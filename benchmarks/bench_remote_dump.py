@@ -8,7 +8,9 @@ the target with one weight scaled by 1.02), copied to 4 ranks each (``--quick``:
 
 - ``local`` (anchor): the folders on disk (memory-mapped shards);
 - ``s3 (moto)``: ``s3://bench/...`` through s3fs: one listing per rank folder, one GET per
-  manifest and op table, ranged GETs of the shards (8 MiB read-ahead).
+  manifest and op table, ranged GETs of the shards (8 MiB read-ahead);
+- ``s3 GET only``: every object of both dumps fetched whole by s3fs (``cat``, concurrent),
+  nothing compared: the transport's floor on this machine.
 
 Both must give the same rows and first divergence. Wall time is the table; the notes add
 this process's CPU time and, for ``s3``, the server process's (from ``/proc``).
@@ -90,6 +92,12 @@ def _make_dumps(root: Path, width: int, ranks: int) -> tuple[Path, Path]:
     return bench, target
 
 
+def client_keys(client: Any) -> list[str]:
+    """Every key of the bench bucket."""
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket="bench")
+    return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+
 def _where(result: Any) -> tuple[Any, ...]:
     f = result.first_divergence
     first = None if f is None else (f.rank, f.index, f.op, f.tensor)
@@ -145,6 +153,11 @@ def run(h: Harness) -> None:
 
         case("local", bench, target)
         case("s3 (moto)", "s3://bench/bench", "s3://bench/target")
+        import fsspec  # type: ignore[import-untyped]
+
+        fs = fsspec.filesystem("s3")
+        keys = [f"bench/{k}" for k in client_keys(client)]
+        h.measure("s3 GET only", lambda: fs.cat(keys))
         h.compare("local")
         med = {k: sorted(v)[len(v) // 2] for k, v in cpu.items()}
         same = found["local"] == found["s3 (moto)"]
