@@ -200,3 +200,25 @@ def test_the_boards_drill_down_reads_the_remote_dumps(s3, tmp_path):
     assert there.target == here.target
     assert there.worst == here.worst
     assert there.worst[0].abs_err > 0
+
+
+def test_one_remote_rank_pair_is_retried_then_named_missing(s3, monkeypatch):
+    """Without an executor one pair runs in-process; at a URL it is retried like a task."""
+    real = _fs.read_range
+    failures = {"left": 1}
+
+    def flaky(path, start, end):
+        if path.url.endswith(".safetensors") and failures["left"]:
+            failures["left"] -= 1
+            raise FileNotFoundError(path.url)
+        return real(path, start, end)
+
+    monkeypatch.setattr(_fs, "read_range", flaky)
+    once = compare(_remote("bench"), _remote("target"), rank=[BUG_RANK])
+    assert once.missing == ()
+    assert once.first_divergence is not None
+    failures["left"] = 10**6  # every shard read fails
+    twice = compare(_remote("bench"), _remote("target"), rank=[BUG_RANK], allow_incomplete=True)
+    assert [m.rank for m in twice.missing] == [BUG_RANK]
+    assert "again when retried" in twice.missing[0].reason
+    assert twice.rows == ()
