@@ -8,7 +8,7 @@ the target with one weight scaled by 1.02), copied to 4 ranks each (``--quick``:
 
 - ``local`` (anchor): the folders on disk (memory-mapped shards);
 - ``s3 (moto)``: ``s3://bench/...`` through s3fs: one listing per rank folder, one GET per
-  manifest and op table, ranged GETs of the shards (8 MiB read-ahead);
+  manifest and op table, ranged GETs of the shards (32 MiB read-ahead);
 - ``s3 GET only``: every object of both dumps fetched whole by s3fs (``cat``, concurrent),
   nothing compared: the transport's floor on this machine.
 
