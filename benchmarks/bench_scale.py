@@ -97,7 +97,8 @@ def run(h: Harness) -> None:
     from tensorsight.compare import compare
     from tensorsight.compare.executors import RayExecutor, local_pool
 
-    pairs = 16 if h.quick else 64
+    # TS_BENCH_PAIRS=1000: the full-scale figure (minutes on two cores)
+    pairs = int(os.environ.get("TS_BENCH_PAIRS") or (16 if h.quick else 64))
     repeat = 1 if h.quick else h.repeat
     tmp = Path(tempfile.mkdtemp(prefix="ts-bench-scale-"))
     try:

@@ -22,7 +22,7 @@ from tensorsight._lazy import lazy_import
 from tensorsight.capture.backends import levels
 from tensorsight.dumpformat import _fs
 from tensorsight.dumpformat.schema import MODES
-from tensorsight.errors import CaptureError, UsageError
+from tensorsight.errors import CaptureError, InputFileError, UsageError
 
 __all__ = ["DumpSession", "ObserverCheck", "dump"]
 
@@ -86,7 +86,11 @@ def dump(
     """Capture a PyTorch run into a dump folder.
 
     Args:
-        path: Dump folder; each rank writes ``path/rank<N>/step<S>/``.
+        path: Dump folder; each rank writes ``path/rank<N>/step<S>/``. A URL
+            (``s3://bucket/dumps/run7``, any fsspec URL) writes to a local staging folder
+            (``$TENSORSIGHT_STAGING_DIR``, else the temporary folder) and uploads each file
+            once, whole (large shards in multipart parts), when the dump closes, the
+            manifest last; a process killed before that leaves the staged copy.
         mode: ``"statistics"`` (default: min, max, mean, L2 norm, NaN/Inf counts),
             ``"tensor"`` (also full tensors in safetensors shards) or ``"md5"`` (statistics
             plus a CRC-32 fingerprint of each tensor's bytes).
@@ -140,14 +144,20 @@ class DumpSession:
     """A running capture; create it with :func:`dump`.
 
     Attributes:
-        path: The dump folder.
+        path: The dump folder (for a URL: the local staging folder, deleted once uploaded).
+        url: The URL given (``s3://...``), or ``None`` for a local folder.
         current_step: The step being run (starts at 0).
         rank: This process's rank (known after start).
         observer_checks: One :class:`ObserverCheck` per :meth:`run_step` with ``check_observer``.
     """
 
     def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
-        self.path = _fs.to_path(path)
+        # a URL (s3://...): the dump is written to a local staging folder and each file is
+        # uploaded once, whole, when the dump closes (object stores do not append)
+        self.url: str | None = os.fspath(path).rstrip("/") if _fs.is_remote(path) else None
+        self.path = _fs.staging_dir("tensorsight-dump-") if self.url else _fs.to_path(path)
+        self._replace_remote = False
+        self._rank_dir: Path | None = None
         self.options = options
         self.current_step = 0
         self.rank = 0
@@ -190,6 +200,9 @@ class DumpSession:
         return self
 
     def _prepare_folder(self) -> Path:
+        if self.url is not None:
+            self._rank_dir = self._check_remote()
+            return self._rank_dir
         path = self.path
         if _fs.exists(path) and not _fs.is_dir(path):
             msg = f"Dump path {str(path)!r}: is a file. Expected a folder (new or empty)."
@@ -208,6 +221,39 @@ class DumpSession:
             if taken:
                 _fs.remove_tree(rank_dir)
         return rank_dir
+
+    def _check_remote(self) -> Path:
+        """The staging rank folder; refuses a rank already at the URL unless ``overwrite``."""
+        assert self.url is not None
+        remote = _fs.RemotePath(self.url) / f"rank{self.rank}"
+        if _fs.exists(remote):
+            if not self.options["overwrite"]:
+                msg = (
+                    f"Dump path {self.url!r}: holds 'rank{self.rank}' already. Expected a new "
+                    "prefix. Pass overwrite=True to replace this rank's dump."
+                )
+                raise UsageError(msg)
+            self._replace_remote = True
+        rank_dir = self.path / f"rank{self.rank}"
+        _fs.make_dirs(rank_dir)
+        return rank_dir
+
+    def _upload(self) -> None:
+        """Upload the staged rank folder to the URL, then delete it (kept when it fails)."""
+        assert self.url is not None
+        if self._rank_dir is None:  # this rank recorded nothing
+            _fs.remove_tree(self.path)
+            return
+        remote = _fs.RemotePath(self.url) / self._rank_dir.name
+        try:
+            _fs.upload_tree(self._rank_dir, remote, replace=self._replace_remote)
+        except InputFileError as exc:
+            msg = (
+                f"Dump {self.url!r}: upload failed ({exc}). The dump is kept in "
+                f"{str(self.path)!r}; upload it from there."
+            )
+            raise CaptureError(msg) from None
+        _fs.remove_tree(self.path)
 
     def _wanted(self, step: int) -> bool:
         steps = self.options["steps"]
@@ -261,6 +307,8 @@ class DumpSession:
                 if self._gc_held:
                     self._gc_held = False
                     _gc.release()
+        if self.url is not None:
+            self._upload()
 
     def _check_open(self) -> None:
         if not self._started or self._closed:

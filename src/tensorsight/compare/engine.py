@@ -54,6 +54,7 @@ from tensorsight.compare.result import (
     attr_name,
     new_row,
 )
+from tensorsight.dumpformat import _fs
 from tensorsight.dumpformat.reader import Dump, DumpStep, read_dump
 from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 from tensorsight.errors import CompareError, MissingDependencyError, UsageError
@@ -263,7 +264,19 @@ def _run_pairs(
     threads = jobs if jobs is not None else min(8, os.cpu_count() or 1)
     if executor is None and len(ranks) == 1:
         task = PairTask(bench, target, ranks[0], jobs=threads, **options)
-        return [compare_pair(task, progress)]
+        if not (_fs.is_remote(bench) or _fs.is_remote(target)):
+            return [compare_pair(task, progress)]
+        # an object store's read can fail once (throttled, replaced): as a pool's task would
+        for final in (False, True):
+            try:
+                return [compare_pair(task, progress)]
+            except (UsageError, MissingDependencyError):
+                raise
+            except Exception as exc:
+                if final:
+                    why = f"it failed, and again when retried ({type(exc).__name__}: {exc})"
+                    missing.append(MissingPair(task.rank, why))
+        return []
     # only here: the executors import multiprocessing (and with it subprocess, tempfile,
     # shutil...), a few per cent of a one-rank compare that never uses them
     from tensorsight.compare.executors import SerialExecutor, iter_completed, open_executor

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tensorsight.compare.budget import Profile, get_profile
 from tensorsight.compare.engine import _compare_rank, _Counter, _first_divergence, _neutral
@@ -140,7 +139,9 @@ def _open_rank(root: str, rank: int) -> Dump:
     cost does not grow with the number of ranks (a thousand tasks would otherwise list a
     thousand folders each). msprobe dumps keep ranks below steps and open at the root.
     """
-    own = Path(root) / f"rank{rank}"
+    own = _fs.locate(root) / f"rank{rank}"
+    if isinstance(own, _fs.RemotePath):  # URLs hold tensorsight dumps only: no HEAD first
+        return read_dump(own)
     if _fs.exists(own / "manifest.json"):
         return read_dump(own)
     return read_dump(root)

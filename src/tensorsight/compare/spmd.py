@@ -47,6 +47,7 @@ from tensorsight.compare.result import (
     OpComparison,
     _row_text,
 )
+from tensorsight.dumpformat import _fs
 from tensorsight.dumpformat.reader import read_dump
 from tensorsight.errors import CompareError, InputFileError, MissingDependencyError, UsageError
 
@@ -182,7 +183,7 @@ def run_spmd(
     if gaps and not allow_incomplete:
         raise CompareError(_refusal(gaps[0]))
     root = Path(results)
-    bench_path, target_path = str(Path(bd.path).resolve()), str(Path(td.path).resolve())
+    bench_path, target_path = _where(bd.path), _where(td.path)
     plan: dict[str, Any] = {
         "format": PLAN_FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -225,6 +226,11 @@ def run_spmd(
         if progress is not None:
             progress(done, len(mine))
     return SpmdOutcome(me, root, tuple(written), tuple(skipped), tuple(failed))
+
+
+def _where(path: _fs.AnyPath) -> str:
+    """A dump's place as every process of the launch names it (a URL stays as given)."""
+    return str(path) if isinstance(path, _fs.RemotePath) else str(path.resolve())
 
 
 def _positive(text: str | None) -> int:

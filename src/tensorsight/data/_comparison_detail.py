@@ -274,17 +274,18 @@ def worst_elements(b: np.ndarray, t: np.ndarray, err: np.ndarray, n: int) -> lis
     return out
 
 
-def _load(dump: Path, rank: int, step: int | None, index: Any, tensor: str, cap: int) -> Any:
+def _load(dump: Path | str, rank: int, step: int | None, index: Any, tensor: str, cap: int) -> Any:
     from tensorsight.dumpformat.reader import read_dump
 
     st = read_dump(dump).step(rank, step)
+    name = str(dump).rstrip("/").rpartition("/")[2] if isinstance(dump, str) else dump.name
     try:
         rec = next((r for r in st.rows if r.index == index and r.tensor == tensor), None)
         if rec is None:
-            msg = f"no tensor {tensor!r} of op {index} in {dump.name!r}"
+            msg = f"no tensor {tensor!r} of op {index} in {name!r}"
             raise LookupError(msg)
         if rec.data is None:
-            msg = f"{dump.name!r} stores statistics only (dump with mode='tensor' to see elements)"
+            msg = f"{name!r} stores statistics only (dump with mode='tensor' to see elements)"
             raise LookupError(msg)
         size = math.prod(rec.shape)
         if size > cap:
@@ -300,8 +301,8 @@ def build_detail(
     position: int,
     table: Table,
     info: ComparisonInfo,
-    bench: Path | None,
-    target: Path | None,
+    bench: Path | str | None,
+    target: Path | str | None,
     limits: DetailLimits | None,
 ) -> OpDetail:
     """Assemble :class:`OpDetail` for one row (see the module docstring)."""
@@ -349,7 +350,9 @@ def _with_note(d: OpDetail, note: str) -> OpDetail:
     return replace(d, note=note)
 
 
-def run_replay(row: Any, bench: Path | None, target: Path | None, step: int | None) -> ReplayInfo:
+def run_replay(
+    row: Any, bench: Path | str | None, target: Path | str | None, step: int | None
+) -> ReplayInfo:
     """Replay ``row`` (an ``OpComparison``) with :func:`tensorsight.compare.replay.replay`."""
     from tensorsight.compare.replay import replay
     from tensorsight.errors import InputFileError

@@ -317,10 +317,18 @@ class ComparisonStore:
         table = self._table(name)
         return self._trace(name).upstream(table.check(position))
 
-    def dump_path(self, name: str, side: str) -> Path | None:
-        """The bench or target dump folder of ``name``, resolved, or ``None`` when missing."""
+    def dump_path(self, name: str, side: str) -> Path | str | None:
+        """The bench or target dump folder of ``name``, resolved, or ``None`` when missing.
+
+        A URL (``s3://...``, a comparison of remote dumps) is returned as it was recorded,
+        unchecked: the drill-down reads it where it is, and says so when it is gone.
+        """
+        from tensorsight.dumpformat._fs import is_remote
+
         entry = self._entry(name)
         recorded = entry.comparison.bench if side == "bench" else entry.comparison.target
+        if is_remote(recorded):
+            return str(recorded)
         raw = Path(recorded)
         if raw.is_absolute():
             candidates = [raw]

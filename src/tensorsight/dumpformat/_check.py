@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any, NoReturn
 
 from tensorsight.dumpformat import _fs
@@ -117,10 +116,10 @@ def load_json(data: str | bytes, source: str, expected: str) -> Any:
         raise DumpFormatError(msg) from None
 
 
-def read_limited(path: Path, source: str, expected: str) -> bytes:
+def read_limited(path: _fs.AnyPath, source: str, expected: str) -> bytes:
     """A whole JSON file's bytes, refusing one over :func:`max_json_bytes` before reading."""
     try:
-        size = path.stat().st_size
+        size = _fs.size(path)
     except OSError:
         size = 0  # the read below names the problem
     limit = max_json_bytes()
@@ -137,7 +136,7 @@ def read_limited(path: Path, source: str, expected: str) -> bytes:
         raise DumpFormatError(msg) from None
 
 
-def read_json_file(path: Path, source: str, expected: str) -> Any:
+def read_json_file(path: _fs.AnyPath, source: str, expected: str) -> Any:
     """Read (see :func:`read_limited`) and parse a JSON file."""
     return load_json(read_limited(path, source, expected), source, expected)
 

@@ -307,17 +307,19 @@ class ShardFile:
             optional ``__metadata__`` object of strings. Checked when the file opens.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: _fs.AnyPath) -> None:
         self.path = path
-        self._buf = _fs.map_file(path)
-        size = len(self._buf)
+        # a URL: ranged reads (the header and what follows, then tensors on demand)
+        self._remote = _fs.RangeReader(path) if isinstance(path, _fs.RemotePath) else None
+        self._buf = _fs.map_file(path) if isinstance(path, Path) else memoryview(b"")
+        size = len(self._buf) if self._remote is None else self._remote.size
         if size < 8:
             msg = (
                 f"Tensor shard {str(path)!r}: truncated ({size} bytes). "
                 "Expected a safetensors file."
             )
             raise DumpFormatError(msg)
-        (n,) = struct.unpack("<Q", self._buf[:8])
+        (n,) = struct.unpack("<Q", self._bytes(0, 8))
         if n > MAX_HEADER_BYTES:
             msg = (
                 f"Tensor shard {str(path)!r}: header claims {n} bytes. Expected at most "
@@ -331,7 +333,7 @@ class ShardFile:
             )
             raise DumpFormatError(msg)
         source = f"Tensor shard {str(path)!r}"
-        header = _check.load_json(bytes(self._buf[8 : 8 + n]), source, "a safetensors header")
+        header = _check.load_json(bytes(self._bytes(8, 8 + n)), source, "a safetensors header")
         if not isinstance(header, dict):
             _check.fail(source, "the header", header, "an object of tensor entries")
         meta = header.pop("__metadata__", None) or {}
@@ -345,6 +347,12 @@ class ShardFile:
         }
         # key -> (numpy dtype, count, byte offset, shape, dtype name): get_raw's look-ups
         self._views: dict[str, tuple[np.dtype[Any], int, int, tuple[int, ...], str]] = {}
+
+    def _bytes(self, begin: int, end: int) -> memoryview:
+        """Bytes ``begin`` to ``end`` of the file (mapped, or a ranged read of a URL)."""
+        if self._remote is None:
+            return self._buf[begin:end]
+        return self._remote.read(begin, end)
 
     def _entry(self, key: str, info: Any) -> dict[str, Any]:
         """One header entry, checked: a known dtype, a shape, offsets inside the file that
@@ -418,11 +426,16 @@ class ShardFile:
             view = (np_dtype, (end - begin) // np_dtype.itemsize, begin, tuple(info["shape"]), name)
             self._views[key] = view
         np_dtype, count, begin, shape, name = view
+        if self._remote is not None:
+            data = self._remote.read(begin, begin + count * np_dtype.itemsize)
+            return np.frombuffer(data, dtype=np_dtype, count=count).reshape(shape), name
         arr = np.frombuffer(self._buf, dtype=np_dtype, count=count, offset=begin)
         return arr.reshape(shape), name
 
     def close(self) -> None:
         """Release the mapping (arrays returned by :meth:`get` must not be used after)."""
+        if self._remote is not None:
+            self._remote.close()
         buf = self._buf
         self._buf = memoryview(b"")
         with contextlib.suppress(BufferError):  # views still alive: the GC unmaps later

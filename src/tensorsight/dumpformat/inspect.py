@@ -73,7 +73,9 @@ class DumpInspection:
     steps: tuple[StepSummary, ...]
 
 
-def _size(path: str | os.PathLike[str]) -> int:
+def _size(path: _fs.AnyPath) -> int:
+    if isinstance(path, _fs.RemotePath):
+        return _fs.tree_size(path)
     total = 0
     for dirpath, _, files in os.walk(path):
         for f in files:
@@ -126,13 +128,13 @@ def inspect_dump(path: str | os.PathLike[str], *, head: int = 10) -> DumpInspect
             )
             st.close()
     return DumpInspection(
-        path=str(_fs.to_path(path)),
+        path=str(d.path),
         format=d.format,
         complete=d.complete,
         incomplete_reasons=tuple(reasons),
         mode=mode,
         level=level,
-        size_bytes=_size(path),
+        size_bytes=_size(d.path),
         steps=tuple(summaries),
     )
 

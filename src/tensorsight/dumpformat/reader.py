@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -88,7 +88,7 @@ class DumpStep:
     """
 
     def __init__(
-        self, rank: int, step: int, path: Path, source: _StepSource, complete: bool = True
+        self, rank: int, step: int, path: _fs.AnyPath, source: _StepSource, complete: bool = True
     ) -> None:
         self.rank = rank
         self.step = step
@@ -156,7 +156,7 @@ class DumpStep:
 
 
 class _OwnStep:
-    def __init__(self, path: Path, cut_off: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, path: _fs.AnyPath, cut_off: Callable[[], bool] = lambda: False) -> None:
         self.path = path
         # whether the dump stopped before its end: then a step folder without an op table
         # is a step cut off before its first rows reached the log (it has no rows)
@@ -214,10 +214,10 @@ class Dump:
 
     def __init__(
         self,
-        path: Path,
+        path: _fs.AnyPath,
         format: str,
-        layout: dict[int, dict[int, Path]],
-        rank_dirs: dict[int, Path] | None = None,
+        layout: Mapping[int, Mapping[int, _fs.AnyPath]],
+        rank_dirs: Mapping[int, _fs.AnyPath] | None = None,
     ) -> None:
         self.path = path
         self.format = format
@@ -287,18 +287,20 @@ class Dump:
             )
             raise DumpFormatError(msg)
         folder = steps[s]
-        if self.format == "msprobe":
-            from tensorsight.dumpformat.msprobe import MsprobeStep
+        if self.format != "tensorsight":
+            assert isinstance(folder, Path)  # URLs open tensorsight dumps only
+            if self.format == "msprobe":
+                from tensorsight.dumpformat.msprobe import MsprobeStep
 
-            return DumpStep(r, s, folder, MsprobeStep(folder))
-        if self.format == "mindspore":  # folder: the rank's; the step is an iteration
+                return DumpStep(r, s, folder, MsprobeStep(folder))
+            if self.format == "tfdbg":  # TensorFlow's debugger: one folder, one step
+                from tensorsight.dumpformat.tfdbg import TfdbgStep
+
+                return DumpStep(r, s, folder, TfdbgStep(folder))
+            # MindSpore: folder is the rank's; the step is an iteration
             from tensorsight.dumpformat.mindspore import MindSporeStep
 
             return DumpStep(r, s, folder, MindSporeStep(folder, s))
-        if self.format == "tfdbg":  # TensorFlow's debugger: one folder, one step
-            from tensorsight.dumpformat.tfdbg import TfdbgStep
-
-            return DumpStep(r, s, folder, TfdbgStep(folder))
 
         def cut_off() -> bool:
             manifest = self.manifest(r)
@@ -330,8 +332,8 @@ class Dump:
                 yield self.step(r, s)
 
 
-def _numbered(path: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
-    out: dict[int, Path] = {}
+def _numbered(path: _fs.AnyPath, pattern: re.Pattern[str]) -> dict[int, _fs.AnyPath]:
+    out: dict[int, _fs.AnyPath] = {}
     for name in _fs.list_dir(path):
         m = pattern.fullmatch(name)
         if m and _fs.is_dir(path / name):
@@ -339,30 +341,31 @@ def _numbered(path: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
     return out
 
 
-def read_dump(path: str | os.PathLike[str]) -> Dump:
+def read_dump(path: str | os.PathLike[str] | _fs.RemotePath) -> Dump:
     """Open a dump folder (tensorsight's, msprobe's, MindSpore's, TensorFlow debugger's)
     without loading tensors.
 
     Args:
         path: The dump folder (holding ``rank<N>/``, msprobe's ``step<S>/``, MindSpore's
-            ``rank_<R>/`` or TensorFlow's ``tfdbg_events.*`` files), or one rank's folder.
+            ``rank_<R>/`` or TensorFlow's ``tfdbg_events.*`` files), or one rank's folder. A
+            URL (``s3://bucket/dumps/fp32``, any fsspec URL) opens a tensorsight dump where
+            it is: the folder is listed once and tensors are read in byte ranges (see
+            :mod:`tensorsight.dumpformat._fs`).
 
     Raises:
-        InputFileError: ``path`` does not exist or is not a folder.
+        InputFileError: ``path`` does not exist or is not a folder (or cannot be listed).
         DumpFormatError: The folder is neither format.
     """
-    root = _fs.to_path(path)
+    root = _fs.locate(path)
+    if isinstance(root, _fs.RemotePath):
+        return _read_remote(root)
     if not _fs.is_dir(root):
         what = "does not exist" if not _fs.exists(root) else "is not a folder"
         msg = f"Dump {str(root)!r}: {what}. Expected a dump folder."
         raise InputFileError(msg)
-    ranks = _numbered(root, _RANK)
-    if not ranks and _fs.exists(root / "manifest.json"):  # one rank's folder
-        m = _RANK.fullmatch(root.name)
-        ranks = {int(m.group(1)) if m else 0: root}
-    if ranks and all(_fs.exists(p / "manifest.json") for p in ranks.values()):
-        layout = {r: _numbered(p, _STEP) for r, p in ranks.items()}
-        return Dump(root, "tensorsight", layout, ranks)
+    own = _own_dump(root)
+    if own is not None:
+        return own
     from tensorsight.dumpformat.msprobe import msprobe_layout
 
     layout = msprobe_layout(root)
@@ -382,5 +385,34 @@ def read_dump(path: str | os.PathLike[str]) -> Dump:
         f"Dump {str(root)!r}: not a dump. Expected rank<N>/manifest.json (tensorsight), "
         "step<S>/<rank or proc>/dump.json (msprobe), rank_<R>/execution_order/ (MindSpore) "
         "or tfdbg_events.*.metadata (TensorFlow's debugger)."
+    )
+    raise DumpFormatError(msg)
+
+
+def _own_dump(root: _fs.AnyPath) -> Dump | None:
+    """``root`` as a tensorsight dump, or ``None`` when it is not one."""
+    ranks = _numbered(root, _RANK)
+    if not ranks and _fs.exists(root / "manifest.json"):  # one rank's folder
+        m = _RANK.fullmatch(root.name)
+        ranks = {int(m.group(1)) if m else 0: root}
+    if ranks and all(_fs.exists(p / "manifest.json") for p in ranks.values()):
+        layout = {r: _numbered(p, _STEP) for r, p in ranks.items()}
+        return Dump(root, "tensorsight", layout, ranks)
+    return None
+
+
+def _read_remote(url: _fs.RemotePath) -> Dump:
+    """A tensorsight dump at a URL, from one listing of it (msprobe and MindSpore dumps are
+    read from local folders only)."""
+    root = _fs.snapshot(url)
+    if not _fs.is_dir(root):
+        msg = f"Dump {str(root)!r}: no objects below it. Expected a dump folder; check the URL."
+        raise InputFileError(msg)
+    own = _own_dump(root)
+    if own is not None:
+        return own
+    msg = (
+        f"Dump {str(root)!r}: not a tensorsight dump. Expected rank<N>/manifest.json; msprobe "
+        "and MindSpore dumps are read from local folders (copy them down first)."
     )
     raise DumpFormatError(msg)

@@ -14,6 +14,16 @@ killed process leaves a file whose records are all complete except at most the l
 which readers skip.
 
 Writers are closed at interpreter exit (``weakref.finalize``) and when garbage-collected.
+
+A ``log_dir`` that is a URL (``s3://bucket/runs/a``, any fsspec URL) writes through
+:class:`RemoteEventFile`: object stores do not append, so the file's bytes are kept in memory
+and the object is uploaded whole (replaced by a longer one) at most every
+:data:`UPLOAD_SECS` and at ``flush``/``close``; once it holds :data:`PART_BYTES` it is final
+and the records go on in a new object, ``<name>.part00001``, ``.part00002``... (read in name
+order; records are never split across parts). So no upload is much over ``PART_BYTES``
+(plus the one hand-off that filled the part, 64 KiB unless the writer thread lags) and the
+bytes uploaded grow linearly with the bytes written, not quadratically; a killed process
+loses what was written since the last upload.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from tensorsight.errors import InputFileError, UsageError
 from tensorsight.summary._proto import tb
 from tensorsight.summary._record import encode_record
 
-__all__ = ["EventFileWriter", "event_file_name"]
+__all__ = ["PART_BYTES", "UPLOAD_SECS", "EventFileWriter", "RemoteEventFile", "event_file_name"]
 
 _FILE_COUNTER = itertools.count()
 _COUNTER_LOCK = threading.Lock()
@@ -52,6 +62,74 @@ def event_file_name(filename_suffix: str = "") -> str:
         f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
         f"{os.getpid()}.{n}{filename_suffix}"
     )
+
+
+# a remote event file is uploaded at most this often while it grows (and at flush/close)
+UPLOAD_SECS = 5.0
+# a remote event file this large is final; the records go on in the next part's object
+PART_BYTES = 8 << 20
+
+
+class RemoteEventFile:
+    """The writable file of an event file at a URL (see the module docstring).
+
+    ``write`` keeps the bytes, and uploads the object when :data:`UPLOAD_SECS` have passed
+    since the last upload or the part is full; ``flush`` and ``close`` upload now.
+    ``uploads`` and ``uploaded_bytes`` count what went over the network.
+
+    Raises:
+        InputFileError: An upload failed (the first is at creation, with the header record).
+    """
+
+    def __init__(self, url: str) -> None:
+        from tensorsight.summary._fs import _remote
+
+        self.url = url
+        self._fs, self._path = _remote(url)
+        self._part = 0
+        self._buf = bytearray()
+        self._sent = 0  # bytes of the current part already uploaded
+        self._last = time.monotonic()
+        self.closed = False
+        self.uploads = 0
+        self.uploaded_bytes = 0
+
+    def _part_path(self) -> str:
+        return self._path if self._part == 0 else f"{self._path}.part{self._part:05d}"
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        self._buf += data
+        if len(self._buf) >= PART_BYTES:
+            self.upload()
+            self._part += 1
+            self._buf, self._sent = bytearray(), 0
+        elif time.monotonic() - self._last >= UPLOAD_SECS:
+            self.upload()
+        return len(data)
+
+    def upload(self) -> None:
+        """Replace the current part's object with its bytes so far (nothing new: no request)."""
+        self._last = time.monotonic()
+        if len(self._buf) == self._sent:
+            return
+        data = bytes(self._buf)
+        try:
+            self._fs.pipe_file(self._part_path(), data)
+        except Exception as exc:
+            what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            msg = f"Event file {self.url!r}: upload failed ({what}). Check the URL and credentials."
+            raise InputFileError(msg) from exc
+        self._sent = len(data)
+        self.uploads += 1
+        self.uploaded_bytes += len(data)
+
+    def flush(self) -> None:
+        self.upload()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.upload()
 
 
 class _State:
@@ -138,6 +216,12 @@ class _State:
         if self.closed:
             return
         self.write_out(include_pending=True)
+        if isinstance(self.file, RemoteEventFile):
+            with self.io_lock:
+                try:
+                    self.file.flush()
+                except InputFileError as exc:
+                    self.error = exc
         self._raise_error()
 
     def close(self) -> None:
@@ -151,7 +235,10 @@ class _State:
             self.thread.join()
         self.write_out(include_pending=True)
         with self.io_lock:
-            self.file.close()
+            try:
+                self.file.close()
+            except InputFileError as exc:  # a remote file's last upload
+                self.error = exc
         self._raise_error()
 
     def _raise_error(self) -> None:
@@ -192,7 +279,17 @@ class EventFileWriter:
     def __init__(
         self, log_dir: str, max_queue: int = 10, flush_secs: float = 120, filename_suffix: str = ""
     ) -> None:
+        from tensorsight.summary._fs import is_remote
+
         self._log_dir = str(log_dir)
+        header = tb.Event(wall_time=time.time(), file_version="brain.Event:2")
+        if is_remote(self._log_dir):
+            path = self._log_dir.rstrip("/") + "/" + event_file_name(filename_suffix)
+            remote = RemoteEventFile(path)
+            remote.write(encode_record(header.SerializeToString()))
+            remote.upload()  # a bad URL or missing credentials fail here, not in the thread
+            self._start(remote, path, max_queue, flush_secs)
+            return
         try:
             os.makedirs(self._log_dir, exist_ok=True)
             path = os.path.join(self._log_dir, event_file_name(filename_suffix))
@@ -204,8 +301,10 @@ class EventFileWriter:
                 "or fix its permissions."
             )
             raise InputFileError(msg) from exc
-        header = tb.Event(wall_time=time.time(), file_version="brain.Event:2")
         file.write(encode_record(header.SerializeToString()))
+        self._start(file, path, max_queue, flush_secs)
+
+    def _start(self, file: Any, path: str, max_queue: int, flush_secs: float) -> None:
         self._state = _State(file, path, max_queue, flush_secs)
         self._state.thread.start()
         self._finalizer = weakref.finalize(self, self._state.close)

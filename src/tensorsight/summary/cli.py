@@ -83,9 +83,21 @@ def register(subparsers: Any) -> None:
 def is_dump_folder(path: str, *, max_depth: int = 4) -> bool:
     """True when ``path`` holds a dump (a manifest/dump.json, a MindSpore execution order,
     TensorFlow debugger files) and no event files."""
+    from tensorsight.summary import _fs
     from tensorsight.summary.logdir import file_format
 
     found_dump = False
+    if _fs.is_remote(path):  # one flat listing of the prefix
+        base = path.rstrip("/").count("/")
+        for folder, files in _fs.walk(path):
+            if folder.count("/") - base >= max_depth:
+                continue
+            if any(file_format(f) for f in files):
+                return False
+            found_dump = found_dump or any(
+                f in _DUMP_MARKERS or f.startswith(_MINDSPORE_ORDER) for f in files
+            )
+        return found_dump
     base = path.rstrip(os.sep).count(os.sep)
     for folder, dirs, files in os.walk(path):
         if folder.count(os.sep) - base >= max_depth:
@@ -139,8 +151,10 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 
 def run_inspect(args: argparse.Namespace) -> int:
     """``tensorsight inspect``: print the logdir (or dump) summary; 1 when there is no data."""
+    from tensorsight.summary._fs import is_remote
+
     path = args.path
-    if os.path.isdir(path) and is_dump_folder(path):
+    if (is_remote(path) or os.path.isdir(path)) and is_dump_folder(path):
         from tensorsight.dumpformat.inspect import format_inspection, inspect_dump
 
         ins = inspect_dump(path)

@@ -516,6 +516,14 @@ class SummaryWriter:
         if label_img is not None:
             files["sprite.png"], dim = embedding.sprite_png(label_img, points)
             info = replace(info, sprite_path=f"{sub}/sprite.png", sprite_dim=dim)
+        from tensorsight.summary._fs import is_remote
+
+        if is_remote(self.log_dir):
+            msg = (
+                f"add_embedding: SummaryWriter {self.log_dir!r} is a URL. Expected a local "
+                "log_dir (the projector's files are written as folders)."
+            )
+            raise UsageError(msg)
         folder = os.path.join(self.log_dir, sub)
         if os.path.exists(folder) and not os.path.isdir(folder):
             msg = (
