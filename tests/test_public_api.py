@@ -79,6 +79,7 @@ PART_NAMES = {
     "tensorsight.data": [
         "KINDS",
         "SCHEMA_VERSION",
+        "VERDICTS",
         "AdviceInfo",
         "AudioClip",
         "ComparisonInfo",

@@ -199,3 +199,15 @@ def test_logdir_provider_picks_up_new_comparisons(tmp_path: Path, logdir: Path) 
     (tmp_path / "c" / "comparison.json").unlink()
     assert provider.reload()
     assert store.list() == []
+
+
+def test_the_board_stack_serves_compares_own_records_and_verdicts() -> None:
+    """No copies: the data layer's advice, replay and verdict names are compare's own."""
+    from tensorsight import data
+    from tensorsight.compare import result
+    from tensorsight.compare.replay import ReplayResult
+
+    assert data.AdviceInfo is result.Advice
+    assert data.ReplayInfo is ReplayResult is result.ReplayResult
+    assert data.VERDICTS is result.VERDICTS
+    assert data.AdviceInfo.SCHEMA_VERSION == data.ReplayInfo.SCHEMA_VERSION == 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
+from tensorsight.data._comparison_detail import DetailLimits, OpDetail
 from tensorsight.data._comparison_trace_types import (
     SideOp,
     TraceLine,
@@ -22,10 +22,12 @@ from tensorsight.data._comparison_trace_types import (
 from tensorsight.data._downsample import downsample_indices
 from tensorsight.data.audio import AudioClip
 from tensorsight.data.comparisons import (
+    VERDICTS,
     AdviceInfo,
     ComparisonInfo,
     ComparisonStore,
     ModuleNode,
+    ReplayInfo,
     RowPage,
     RowQuery,
 )
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "SCHEMA_VERSION",
+    "VERDICTS",
     "AdviceInfo",
     "AudioClip",
     "ComparisonInfo",

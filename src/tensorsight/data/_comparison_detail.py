@@ -21,7 +21,7 @@ from tensorsight.errors import TensorsightError
 
 if TYPE_CHECKING:
     from tensorsight.data._comparison_table import Table
-    from tensorsight.data.comparisons import AdviceInfo, ComparisonInfo
+    from tensorsight.data.comparisons import AdviceInfo, ComparisonInfo, ReplayInfo
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -29,7 +29,6 @@ __all__ = [
     "ErrorHistogram",
     "Heatmap",
     "OpDetail",
-    "ReplayInfo",
     "TensorSummary",
     "WorstElement",
 ]
@@ -157,23 +156,6 @@ class OpDetail:
     op_rows: tuple[Mapping[str, Any], ...]
     advice: tuple[AdviceInfo, ...]
     note: str | None = None
-
-    SCHEMA_VERSION = SCHEMA_VERSION
-
-
-@dataclass(frozen=True)
-class ReplayInfo:
-    """The op re-run on the bench inputs (see :mod:`tensorsight.compare.replay`): relative
-    errors ``||a - b|| / ||b||`` of the three results against each other."""
-
-    op: str
-    tensor: str
-    dtype: str
-    replay_vs_float64: float
-    target_vs_float64: float
-    bench_vs_float64: float
-    target_vs_replay: float
-    op_explains_error: bool
 
     SCHEMA_VERSION = SCHEMA_VERSION
 
@@ -360,14 +342,4 @@ def run_replay(row: Any, bench: Path | None, target: Path | None, step: int | No
             "found. Expected the dump folders the comparison names."
         )
         raise InputFileError(msg)
-    r = replay(row, bench, target, step=step)
-    return ReplayInfo(
-        r.op,
-        r.tensor,
-        r.dtype,
-        r.replay_vs_float64,
-        r.target_vs_float64,
-        r.bench_vs_float64,
-        r.target_vs_replay,
-        r.op_explains_error,
-    )
+    return replay(row, bench, target, step=step)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.compare.result import VERDICTS
 from tensorsight.data._comparison_trace_types import (
     MAX_DIFFS,
     MAX_TEXT,
@@ -28,7 +29,7 @@ from tensorsight.data._comparison_trace_types import (
 
 __all__ = ["Trace"]
 
-_RANK = {"pass": 0, "warning": 1, "error": 2}
+_RANK = {v: i for i, v in enumerate(VERDICTS)}  # pass < warning < error
 _STATUSES = STATUSES
 
 

@@ -17,7 +17,9 @@ response bounded by :class:`DetailLimits`. Relative dump paths are tried against
 comparison's folder, then the logdir, then the working directory.
 
 Every type here that travels over the wire carries ``SCHEMA_VERSION``; its docstring is the
-spec. Views never import :mod:`tensorsight.compare`: they read through this module.
+spec. Views never import :mod:`tensorsight.compare`: they read through this module, which
+serves compare's own record types (``AdviceInfo`` is ``Advice``, ``ReplayInfo`` is
+``ReplayResult``) and its verdict vocabulary (``VERDICTS``) rather than copies.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tensorsight.compare.result import VERDICTS, Advice, ReplayResult
 from tensorsight.data._comparison_table import (
     ModuleNode,
     RowPage,
@@ -39,17 +42,19 @@ from tensorsight.data._comparison_table import (
 from tensorsight.errors import InputFileError, TensorsightError
 
 if TYPE_CHECKING:
-    from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
+    from tensorsight.data._comparison_detail import DetailLimits, OpDetail
     from tensorsight.data._comparison_trace import Trace
     from tensorsight.data._comparison_trace_types import TracePage, TraceQuery, Upstream
 
 __all__ = [
     "COMPARISON_FILE",
     "SCHEMA_VERSION",
+    "VERDICTS",
     "AdviceInfo",
     "ComparisonInfo",
     "ComparisonStore",
     "ModuleNode",
+    "ReplayInfo",
     "RowPage",
     "RowQuery",
 ]
@@ -59,21 +64,12 @@ COMPARISON_FILE = "comparison.json"
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class AdviceInfo:
-    """One mechanism the advisor named.
-
-    Attributes:
-        mechanism: Short id (``scale-error``, ``first-nan``, ...).
-        evidence: One or two sentences with the numbers that point to it.
-        row: Position of the row it is about, or ``None``.
-    """
-
-    mechanism: str
-    evidence: str
-    row: int | None
-
-    SCHEMA_VERSION = SCHEMA_VERSION
+#: One mechanism the advisor named: compare's own record type, served as it is
+#: (``mechanism``, ``evidence``, ``row``).
+AdviceInfo = Advice
+#: The op re-run on the bench inputs (:func:`tensorsight.compare.replay.replay`'s result,
+#: served as it is): relative errors ``||a - b|| / ||b||`` of the three results.
+ReplayInfo = ReplayResult
 
 
 @dataclass(frozen=True)
@@ -225,7 +221,7 @@ class ComparisonStore:
             row_count=len(comp.rows),
             counts=counts,
             first_divergence=comp.first_divergence_row,
-            advice=tuple(AdviceInfo(a.mechanism, a.evidence, a.row) for a in comp.advice),
+            advice=comp.advice,
             mtime=mtime,
             # rank pairs not compared make the result incomplete too (the board's banner)
             incomplete=comp.incomplete or comp.missing_line,

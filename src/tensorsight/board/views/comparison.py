@@ -23,7 +23,7 @@ from tensorsight.board.views.base import (
     offload_json,
     require_param,
 )
-from tensorsight.data import DetailLimits, RowQuery, TraceQuery
+from tensorsight.data import VERDICTS, DetailLimits, RowQuery, TraceQuery
 from tensorsight.errors import TensorsightError
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ MAX_TOGGLES = 1000
 FOLDS = ("clean", "none")
 MAX_TOP = 200
 MAX_CELLS = 128
-VERDICTS = ("pass", "warning", "error")
 DIRECTIONS = ("forward", "backward")
 MATCHES = ("all", "matched", "unmatched")
 
