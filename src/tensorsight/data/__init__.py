@@ -12,13 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tensorsight.data._comparison_detail import DetailLimits, OpDetail
-from tensorsight.data._comparison_trace_types import (
-    SideOp,
-    TraceLine,
-    TracePage,
-    TraceQuery,
-    Upstream,
-)
 from tensorsight.data._downsample import downsample_indices
 from tensorsight.data.audio import AudioClip
 from tensorsight.data.comparisons import (
@@ -96,13 +89,8 @@ __all__ = [
     "RunInfo",
     "ScalarLayout",
     "ScalarSeries",
-    "SideOp",
     "TensorValue",
     "TextRecord",
-    "TraceLine",
-    "TracePage",
-    "TraceQuery",
-    "Upstream",
     "downsample_indices",
     "merge_layouts",
 ]

@@ -7,9 +7,9 @@ it, relative to the logdir, in POSIX form (``"compare/fp32-vs-bug"``; ``"."`` fo
 itself). Files are parsed on first use and re-parsed when their size or mtime change; a file
 that cannot be read is listed with :attr:`ComparisonInfo.error` instead of failing the board.
 
-:meth:`ComparisonStore.trace` merges the bench and target op traces rebuilt from the rows
-into lines grouped by module scope, for the side-by-side view (see
-:mod:`tensorsight.data._comparison_trace`); it is built on first use and kept with the file.
+What a view derives from a comparison's rows (the comparison view's side-by-side trace,
+``board/views/comparison/trace.py``) is kept with the file by :meth:`ComparisonStore.derived`
+and dropped when the file changes.
 
 The dumps behind a comparison (its ``bench`` and ``target`` paths) are opened only for the
 drill-down of one row (:meth:`ComparisonStore.detail`), one tensor pair at a time, with the
@@ -27,10 +27,10 @@ from __future__ import annotations
 import builtins
 import os
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tensorsight.compare.result import VERDICTS, Advice, ReplayResult
 from tensorsight.data._comparison_table import (
@@ -43,8 +43,6 @@ from tensorsight.errors import InputFileError, TensorsightError
 
 if TYPE_CHECKING:
     from tensorsight.data._comparison_detail import DetailLimits, OpDetail
-    from tensorsight.data._comparison_trace import Trace
-    from tensorsight.data._comparison_trace_types import TracePage, TraceQuery, Upstream
 
 __all__ = [
     "COMPARISON_FILE",
@@ -59,6 +57,7 @@ __all__ = [
     "RowQuery",
 ]
 
+T = TypeVar("T")
 SCHEMA_VERSION = 1
 COMPARISON_FILE = "comparison.json"
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -124,7 +123,7 @@ class _Entry:
     info: ComparisonInfo
     comparison: Any = None  # tensorsight.compare.Comparison
     table: Table | None = None
-    trace: Trace | None = None
+    derived: dict[str, Any] = field(default_factory=dict)
 
 
 def _broken(name: str, mtime: float, error: str) -> ComparisonInfo:
@@ -284,34 +283,26 @@ class ComparisonStore:
         higher = metric in info.higher_is_better
         return self._table(name).module_tree(metric, direction, higher_is_better=higher)
 
-    def _trace(self, name: str) -> Trace:
-        from tensorsight.data._comparison_trace import Trace
+    def row_dicts(self, name: str) -> Sequence[Mapping[str, Any]]:
+        """Every row of ``name`` as column -> value, in position order (do not modify)."""
+        return self._table(name).dicts
 
+    def check_row(self, name: str, position: int) -> int:
+        """``position`` when it names a row of ``name``, else :class:`KeyError`."""
+        return self._table(name).check(position)
+
+    def derived(self, name: str, key: str, build: Callable[[], T]) -> T:
+        """What ``build()`` makes of comparison ``name``, made once and kept with the file
+        (made again when the file changes); views keep their own indexes of the rows here.
+
+        Raises:
+            KeyError: Unknown comparison.
+        """
         entry = self._entry(name)
-        table = self._table(name)
         with self._lock:
-            if entry.trace is None:
-                entry.trace = Trace(table.dicts)
-            return entry.trace
-
-    def trace(self, name: str, query: TraceQuery | None = None) -> TracePage:
-        """The bench and target op traces side by side, grouped by module (one window).
-
-        Raises:
-            KeyError: Unknown comparison, or ``query.at`` names no row.
-        """
-        from tensorsight.data._comparison_trace_types import TraceQuery
-
-        return self._trace(name).page(query or TraceQuery())
-
-    def upstream(self, name: str, position: int) -> Upstream:
-        """Ops that ran on one side only before row ``position``'s op (same rank).
-
-        Raises:
-            KeyError: Unknown comparison or row.
-        """
-        table = self._table(name)
-        return self._trace(name).upstream(table.check(position))
+            if key not in entry.derived:
+                entry.derived[key] = build()
+            return cast(T, entry.derived[key])
 
     def dump_path(self, name: str, side: str) -> Path | None:
         """The bench or target dump folder of ``name``, resolved, or ``None`` when missing."""

@@ -132,7 +132,7 @@ def structures(tmp_path_factory: pytest.TempPathFactory):
     from starlette.testclient import TestClient
 
     from tensorsight.board.app import create_app
-    from tests.data.test_comparison_trace import make_structure_logdir
+    from tests.board.views.test_comparison_trace import make_structure_logdir
 
     root = make_structure_logdir(tmp_path_factory.mktemp("board-structures"))
     with TestClient(create_app(LogdirProvider(root))) as c:

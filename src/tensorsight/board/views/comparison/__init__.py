@@ -1,5 +1,10 @@
 """The comparison view: results of ``tensorsight.compare`` found under the logdir.
 
+A slice of its own: this module holds the routes, ``trace.py`` (with ``trace_types.py``) the
+side-by-side trace built from the rows; the data layer's :class:`ComparisonStore` finds,
+caches and serves the comparisons (rows, tensor pairs, replays) and keeps what this view
+derives from them (:meth:`ComparisonStore.derived`).
+
 Routes under ``/api/views/comparison`` (spec: ``docs/http_api/comparison.md``):
 ``/list``, ``/summary``, ``/rows`` (filter, sort, page), ``/tree`` (module hierarchy),
 ``/trace`` (bench and target op traces side by side), ``/detail`` (one row's tensors from
@@ -23,7 +28,9 @@ from tensorsight.board.views.base import (
     offload_json,
     require_param,
 )
-from tensorsight.data import VERDICTS, DetailLimits, RowQuery, TraceQuery
+from tensorsight.board.views.comparison.trace import Trace
+from tensorsight.board.views.comparison.trace_types import TraceQuery
+from tensorsight.data import VERDICTS, DetailLimits, RowQuery
 from tensorsight.errors import TensorsightError
 
 if TYPE_CHECKING:
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
+    from tensorsight.board.views.comparison.trace_types import TracePage, Upstream
     from tensorsight.data import ComparisonStore, DataProvider
 
 __all__ = [
@@ -43,7 +51,9 @@ __all__ = [
     "rows_impl",
     "summary_impl",
     "trace_impl",
+    "trace_page",
     "tree_impl",
+    "upstream",
 ]
 
 MAX_PAGE = 1000
@@ -105,6 +115,29 @@ def _row(store: ComparisonStore, name: str, position: int) -> Mapping[str, Any]:
         raise NotFound(msg) from None
 
 
+def _trace(store: ComparisonStore, name: str) -> Trace:
+    """The trace of comparison ``name``, built on first use and kept with the file."""
+    return store.derived(name, "comparison/trace", lambda: Trace(store.row_dicts(name)))
+
+
+def trace_page(store: ComparisonStore, name: str, query: TraceQuery | None = None) -> TracePage:
+    """The bench and target op traces side by side, grouped by module (one window).
+
+    Raises:
+        KeyError: Unknown comparison, or ``query.at`` names no row.
+    """
+    return _trace(store, name).page(query or TraceQuery())
+
+
+def upstream(store: ComparisonStore, name: str, position: int) -> Upstream:
+    """Ops that ran on one side only before row ``position``'s op (same rank).
+
+    Raises:
+        KeyError: Unknown comparison or row.
+    """
+    return _trace(store, name).upstream(store.check_row(name, position))
+
+
 def list_impl(provider: DataProvider) -> dict[str, Any]:
     """Every comparison under the logdir (unreadable ones with ``error``)."""
     store = provider.comparisons()
@@ -121,7 +154,7 @@ def summary_impl(provider: DataProvider, name: str) -> dict[str, Any]:
     return {
         "comparison": jsonable(info),
         "first_divergence_row": None if first is None else jsonable(_row(store, name, first)),
-        "upstream": None if first is None else jsonable(store.upstream(name, first)),
+        "upstream": None if first is None else jsonable(upstream(store, name, first)),
         "metric_ranges": jsonable(store.metric_ranges(name)),
         "ops": store.ops(name),
     }
@@ -155,7 +188,7 @@ def trace_impl(provider: DataProvider, name: str, query: TraceQuery) -> dict[str
     """One window of the side-by-side trace (bench and target ops grouped by module)."""
     store = _check(provider, name)
     try:
-        page = store.trace(name, query)
+        page = trace_page(store, name, query)
     except KeyError:
         msg = f"Comparison {name[:200]!r} has no row {query.at}."
         raise NotFound(msg) from None
