@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.data._comparison_detail import DetailLimits, OpDetail
 from tensorsight.data._downsample import downsample_indices
 from tensorsight.data.audio import AudioClip
 from tensorsight.data.comparisons import (
@@ -19,10 +18,7 @@ from tensorsight.data.comparisons import (
     AdviceInfo,
     ComparisonInfo,
     ComparisonStore,
-    ModuleNode,
     ReplayInfo,
-    RowPage,
-    RowQuery,
 )
 from tensorsight.data.custom_scalars import (
     LayoutCategory,
@@ -64,7 +60,6 @@ __all__ = [
     "ComparisonStore",
     "DataGraph",
     "DataProvider",
-    "DetailLimits",
     "EmbeddingData",
     "EmbeddingEntry",
     "GraphNodeData",
@@ -79,12 +74,8 @@ __all__ = [
     "LogdirProvider",
     "MarginSeries",
     "ModelGraph",
-    "ModuleNode",
-    "OpDetail",
     "PrCurveData",
     "ReplayInfo",
-    "RowPage",
-    "RowQuery",
     "RunHParams",
     "RunInfo",
     "ScalarLayout",

@@ -24,25 +24,20 @@ serves compare's own record types (``AdviceInfo`` is ``Advice``, ``ReplayInfo`` 
 
 from __future__ import annotations
 
-import builtins
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tensorsight.compare.result import VERDICTS, Advice, ReplayResult
-from tensorsight.data._comparison_table import (
-    ModuleNode,
-    RowPage,
-    RowQuery,
-    Table,
-)
 from tensorsight.errors import InputFileError, TensorsightError
 
 if TYPE_CHECKING:
-    from tensorsight.data._comparison_detail import DetailLimits, OpDetail
+    import numpy as np
+
+    from tensorsight.compare.result import Comparison
 
 __all__ = [
     "COMPARISON_FILE",
@@ -51,10 +46,7 @@ __all__ = [
     "AdviceInfo",
     "ComparisonInfo",
     "ComparisonStore",
-    "ModuleNode",
     "ReplayInfo",
-    "RowPage",
-    "RowQuery",
 ]
 
 T = TypeVar("T")
@@ -122,7 +114,6 @@ class _Entry:
     stamp: tuple[int, int]
     info: ComparisonInfo
     comparison: Any = None  # tensorsight.compare.Comparison
-    table: Table | None = None
     derived: dict[str, Any] = field(default_factory=dict)
 
 
@@ -252,44 +243,14 @@ class ComparisonStore:
             raise KeyError(name)
         return entry.info
 
-    def _table(self, name: str) -> Table:
-        entry = self._entry(name)
-        with self._lock:
-            if entry.table is None:
-                entry.table = Table(entry.comparison.rows, entry.comparison.metrics)
-            return entry.table
+    def comparison(self, name: str) -> Comparison:
+        """The :class:`~tensorsight.compare.Comparison` of ``name`` (do not modify).
 
-    def row(self, name: str, position: int) -> Mapping[str, Any]:
-        """Row ``position`` as column -> value; :class:`KeyError` when out of range."""
-        return self._table(name).row(position)
-
-    def rows(self, name: str, query: RowQuery | None = None) -> RowPage:
-        """Filter, sort and page the rows of comparison ``name`` (see :class:`RowQuery`)."""
-        return self._table(name).query(query or RowQuery())
-
-    def metric_ranges(self, name: str) -> dict[str, tuple[float, float] | None]:
-        """Finite (min, max) of each metric over every row (``None``: none finite)."""
-        return self._table(name).ranges()
-
-    def ops(self, name: str) -> builtins.list[str]:
-        """Distinct op names, sorted (for the filter's suggestions)."""
-        return self._table(name).distinct("op")
-
-    def module_tree(
-        self, name: str, *, metric: str | None = None, direction: str | None = None
-    ) -> ModuleNode:
-        """Rows grouped by module hierarchy; each scope carries its worst child's values."""
-        info = self.info(name)
-        higher = metric in info.higher_is_better
-        return self._table(name).module_tree(metric, direction, higher_is_better=higher)
-
-    def row_dicts(self, name: str) -> Sequence[Mapping[str, Any]]:
-        """Every row of ``name`` as column -> value, in position order (do not modify)."""
-        return self._table(name).dicts
-
-    def check_row(self, name: str, position: int) -> int:
-        """``position`` when it names a row of ``name``, else :class:`KeyError`."""
-        return self._table(name).check(position)
+        Raises:
+            KeyError: Unknown comparison.
+            InputFileError: Its file could not be read.
+        """
+        return self._entry(name).comparison  # type: ignore[no-any-return]
 
     def derived(self, name: str, key: str, build: Callable[[], T]) -> T:
         """What ``build()`` makes of comparison ``name``, made once and kept with the file
@@ -316,27 +277,29 @@ class ComparisonStore:
             candidates = [entry.path.parent / raw, *root, Path.cwd() / raw]
         return next((c for c in candidates if c.is_dir()), None)
 
-    def detail(self, name: str, position: int, limits: DetailLimits | None = None) -> OpDetail:
-        """Drill-down of one row: both tensors' statistics, error histogram, heatmap, worst
-        elements, the op's inputs against its output (error gain) and the advisor's evidence.
+    def tensor(
+        self, name: str, position: int, side: str, max_elements: int
+    ) -> tuple[np.ndarray, str] | str:
+        """The ``bench`` or ``target`` tensor of row ``position``, read back from its dump as
+        float64, with its dtype; or one sentence saying why it cannot be had (dump not
+        found, statistics only, more than ``max_elements`` elements, unreadable).
 
         Raises:
             KeyError: Unknown comparison or row.
         """
-        from tensorsight.data._comparison_detail import build_detail
-
         entry = self._entry(name)
-        table = self._table(name)
-        row = table.row(position)
-        return build_detail(
-            row,
-            position,
-            table,
-            entry.info,
-            self.dump_path(name, "bench"),
-            self.dump_path(name, "target"),
-            limits,
-        )
+        rows = entry.comparison.rows
+        if not 0 <= position < len(rows):
+            raise KeyError(position)
+        row = rows[position]
+        path = self.dump_path(name, side)
+        if path is None:
+            return f"The {side} dump was not found; only the row is shown."
+        index = row.index if side == "bench" else row.index_target
+        try:
+            return _load(path, row.rank, entry.comparison.step, index, row.tensor, max_elements)
+        except (LookupError, TensorsightError, OSError, ValueError) as exc:
+            return f"The {side} tensor could not be loaded: {exc}."
 
     def replay(self, name: str, position: int) -> ReplayInfo:
         """Re-run row ``position``'s op on the bench inputs in the target dtype and float64.
@@ -346,12 +309,45 @@ class ComparisonStore:
             CompareError: The op cannot be replayed from the dumps (the message says why).
             MissingDependencyError: torch is not installed.
         """
-        from tensorsight.data._comparison_detail import run_replay
+        from tensorsight.compare.replay import replay
 
         entry = self._entry(name)
-        return run_replay(
-            entry.comparison.rows[self._table(name).check(position)],
-            self.dump_path(name, "bench"),
-            self.dump_path(name, "target"),
-            entry.comparison.step,
-        )
+        rows = entry.comparison.rows
+        if not 0 <= position < len(rows):
+            raise KeyError(position)
+        row = rows[position]
+        bench, target = self.dump_path(name, "bench"), self.dump_path(name, "target")
+        if bench is None or target is None:
+            msg = (
+                f"Replay of {row.key!r}: the {'bench' if bench is None else 'target'} dump was "
+                "not found. Expected the dump folders the comparison names."
+            )
+            raise InputFileError(msg)
+        return replay(row, bench, target, step=entry.comparison.step)
+
+
+def _load(
+    dump: Path, rank: int, step: int | None, index: Any, tensor: str, cap: int
+) -> tuple[np.ndarray, str]:
+    import math
+
+    import numpy as np
+
+    from tensorsight.dumpformat.reader import read_dump
+
+    st = read_dump(dump).step(rank, step)
+    try:
+        rec = next((r for r in st.rows if r.index == index and r.tensor == tensor), None)
+        if rec is None:
+            msg = f"no tensor {tensor!r} of op {index} in {dump.name!r}"
+            raise LookupError(msg)
+        if rec.data is None:
+            msg = f"{dump.name!r} stores statistics only (dump with mode='tensor' to see elements)"
+            raise LookupError(msg)
+        size = math.prod(rec.shape)
+        if size > cap:
+            msg = f"the tensor has {size} elements, over the {cap}-element drill-down limit"
+            raise LookupError(msg)
+        return np.array(st.load(rec, np.float64)), rec.dtype
+    finally:
+        st.close()

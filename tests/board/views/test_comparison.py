@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tensorsight.board.views.comparison import jsonable, list_impl, rows_impl
-from tensorsight.data import InMemoryProvider, LogdirProvider, RowQuery
+from tensorsight.board.views.comparison.table import RowQuery
+from tensorsight.data import InMemoryProvider, LogdirProvider
 from tests.data.test_comparisons import make_comparison_logdir
 
 NAME = "compare/bug"

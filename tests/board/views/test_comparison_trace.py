@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorsight.board.views.comparison import trace_page, upstream
+from tensorsight.board.views.comparison import rows, table, trace_page, upstream
 from tensorsight.board.views.comparison.trace import Trace
 from tensorsight.board.views.comparison.trace_types import MAX_DIFFS, TraceQuery
 from tensorsight.data import ComparisonStore
@@ -174,7 +174,7 @@ def test_a_missing_module_is_a_scope_present_on_the_bench_side_only(store) -> No
     assert up.side == "bench"
     assert up.op == "aten.native_layer_norm.default"
     assert up.module_path == "Net.norm"
-    assert store.row("compare/missing-module", up.position)["op"] == up.op
+    assert table(store, "compare/missing-module").row(up.position)["op"] == up.op
 
 
 def test_same_structure_folds_to_a_few_lines(store) -> None:
@@ -222,7 +222,7 @@ def test_folds_toggles_and_jumping_to_a_row(store) -> None:
     focused = page.lines[page.focus - page.offset]
     assert focused.kind == "op"
     assert focused.path.startswith(scope.path)
-    row = store.row(name, scope.position)
+    row = table(store, name).row(scope.position)
     assert (row["module_path"], row["op"]) == (focused.path, focused.label)
     # jumping from a state where the scope is already open keeps it open
     again = trace_page(store, name, TraceQuery(toggles=frozenset(page.toggles), at=scope.position))
@@ -338,13 +338,13 @@ def test_multi_rank_and_partial_ops() -> None:
 def test_budget_ratio_column_and_op_rows(store) -> None:
     name = "compare/missing-module"
     info = store.info(name)
-    first = store.row(name, info.first_divergence)
+    first = table(store, name).row(info.first_divergence)
     assert first["budget_ratio"] == pytest.approx(first["error"] / first["budget"])
     assert first["budget_ratio"] > 1
-    from tensorsight.data import RowQuery
+    from tensorsight.board.views.comparison.table import RowQuery
 
-    worst = store.rows(name, RowQuery(sort="budget_ratio", descending=True, limit=3)).rows
+    worst = rows(store, name, RowQuery(sort="budget_ratio", descending=True, limit=3)).rows
     assert worst[0]["budget_ratio"] >= worst[1]["budget_ratio"]
     assert all(math.isfinite(r["budget_ratio"]) or r["budget_ratio"] == math.inf for r in worst)
-    unmatched = store.rows(name, RowQuery(match="unmatched", limit=1)).rows[0]
+    unmatched = rows(store, name, RowQuery(match="unmatched", limit=1)).rows[0]
     assert unmatched["budget_ratio"] is None

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorsight.compare.result import VERDICTS
+from tensorsight.data import VERDICTS
 
 __all__ = ["SCHEMA_VERSION", "ModuleNode", "RowPage", "RowQuery", "Table"]
 
