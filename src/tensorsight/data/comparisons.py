@@ -7,14 +7,16 @@ it, relative to the logdir, in POSIX form (``"compare/fp32-vs-bug"``; ``"."`` fo
 itself). Files are parsed on first use and re-parsed when their size or mtime change; a file
 that cannot be read is listed with :attr:`ComparisonInfo.error` instead of failing the board.
 
-What a view derives from a comparison's rows (the comparison view's side-by-side trace,
-``board/views/comparison/trace.py``) is kept with the file by :meth:`ComparisonStore.derived`
-and dropped when the file changes.
+The store finds, caches and serves: :meth:`ComparisonStore.comparison` (the parsed
+``Comparison``), :meth:`ComparisonStore.tensor` (one tensor of a row from its dump) and
+:meth:`ComparisonStore.replay`. What a view derives from a comparison's rows (the comparison
+view's table and side-by-side trace, ``board/views/comparison/``) is kept with the file by
+:meth:`ComparisonStore.derived` and dropped when the file changes.
 
 The dumps behind a comparison (its ``bench`` and ``target`` paths) are opened only for the
-drill-down of one row (:meth:`ComparisonStore.detail`), one tensor pair at a time, with the
-response bounded by :class:`DetailLimits`. Relative dump paths are tried against the
-comparison's folder, then the logdir, then the working directory.
+drill-down of one row, one tensor at a time, refused past the caller's element cap. Relative
+dump paths are tried against the comparison's folder, then the logdir, then the working
+directory.
 
 Every type here that travels over the wire carries ``SCHEMA_VERSION``; its docstring is the
 spec. Views never import :mod:`tensorsight.compare`: they read through this module, which
