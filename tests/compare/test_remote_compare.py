@@ -177,7 +177,8 @@ def test_a_missing_remote_dump_is_one_line(s3):
 def test_the_boards_drill_down_reads_the_remote_dumps(s3, tmp_path):
     """A comparison of S3 dumps, saved in a local logdir: the drill-down reads the tensors
     from S3 and shows what the same comparison of the local copies shows."""
-    from tensorsight.data._comparison_detail import DetailLimits
+    from tensorsight.board.views.comparison import detail
+    from tensorsight.board.views.comparison.detail import DetailLimits
     from tensorsight.data.comparisons import ComparisonStore
 
     _, local = s3
@@ -193,7 +194,7 @@ def test_the_boards_drill_down_reads_the_remote_dumps(s3, tmp_path):
         store = ComparisonStore(tmp_path / where)
         first = store.list()[0].first_divergence
         assert first is not None
-        details.append(store.detail("cmp", first, limits))
+        details.append(detail(store, "cmp", first, limits))
     there, here = details
     assert there.note is None, there.note
     assert there.bench == here.bench

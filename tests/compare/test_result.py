@@ -241,3 +241,33 @@ def test_json_text_is_the_same_document_at_every_indent():
     assert sum(line.lstrip().startswith('{"index": ') for line in lines) == 3  # a row a line
     assert json.loads(Comparison("a", "b", ()).to_json(indent=None))["rows"] == []
     assert "rows" not in c.to_dict(rows=False)
+
+
+def test_metric_values_are_one_mapping_keyed_by_the_kernel_keys():
+    from tensorsight.compare.metrics.kernel import KERNEL_KEYS
+
+    values = {k: float(i) for i, k in enumerate(KERNEL_KEYS)}
+    row = OpComparison(0, "aten.mm.default", "M", "forward", "output.0", metrics=values)
+    assert dict(row.metrics) == values
+    for key in KERNEL_KEYS:  # every kernel key is an attribute, made from the table
+        assert getattr(row, key.replace("-", "_")) == values[key] == row.get(key)
+    # by attribute name, or as None (not computed: no key), the same row
+    by_attr = OpComparison(0, "aten.mm.default", "M", "forward", "output.0", within_1e_3=0.5,
+                           cosine=None)  # fmt: skip
+    assert by_attr.metrics == {"within_1e-3": 0.5}
+    assert by_attr == new_row(index=0, op="aten.mm.default", module_path="M",
+                              direction="forward", tensor="output.0",
+                              metrics={"within_1e-3": 0.5, "cosine": None})  # fmt: skip
+    assert by_attr.evolve(cosine=1.0).metrics == {"within_1e-3": 0.5, "cosine": 1.0}
+    assert by_attr.evolve(within_1e_3=None).metrics == {}
+    assert by_attr.metrics == {"within_1e-3": 0.5}  # the original is untouched
+    unmatched = OpComparison(1, "aten.add.Tensor", "M", "forward", "output.0")
+    assert unmatched.metrics == {}
+    assert unmatched.cosine is None
+    # the JSON row holds every metric column, in COLUMNS order, and reads back equal
+    c = Comparison("a", "b", (row, by_attr, unmatched), metrics=KERNEL_KEYS)
+    doc = json.loads(c.to_json())
+    assert list(doc["rows"][1]) == list(COLUMNS)
+    assert doc["rows"][1]["within_1e-3"] == 0.5
+    assert doc["rows"][1]["cosine"] is None
+    assert Comparison.from_json(c.to_json()) == c

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tensorsight.data import (
-    ComparisonStore,
-    DetailLimits,
-    LogdirProvider,
-    RowQuery,
-)
+from tensorsight.board.views.comparison import detail, module_tree, rows, table
+from tensorsight.board.views.comparison.detail import DetailLimits
+from tensorsight.board.views.comparison.table import RowQuery
+from tensorsight.data import ComparisonStore, LogdirProvider
 
 
 def make_comparison_logdir(logdir: Path, *, summaries: bool = False) -> Path:
@@ -70,7 +68,7 @@ def test_lists_the_comparison_with_first_divergence(logdir: Path) -> None:
     assert info.error is None
     assert info.row_count > 10
     assert info.first_divergence is not None
-    first = store.row("compare/bug", info.first_divergence)
+    first = table(store, "compare/bug").row(info.first_divergence)
     assert first["module_path"].endswith(".3.0")
     assert first["verdict"] == "error"
     assert "cosine" in info.higher_is_better
@@ -79,40 +77,40 @@ def test_lists_the_comparison_with_first_divergence(logdir: Path) -> None:
 
 def test_query_filters_sorts_and_pages(logdir: Path) -> None:
     store = ComparisonStore(logdir)
-    page = store.rows("compare/bug", RowQuery(limit=5))
+    page = rows(store, "compare/bug", RowQuery(limit=5))
     assert page.total == store.list()[0].row_count
     assert [r["position"] for r in page.rows] == [0, 1, 2, 3, 4]
-    errors = store.rows("compare/bug", RowQuery(verdicts=("error",), limit=1000))
+    errors = rows(store, "compare/bug", RowQuery(verdicts=("error",), limit=1000))
     assert errors.matched == store.list()[0].counts["error"]
     assert {r["verdict"] for r in errors.rows} == {"error"}
-    back = store.rows("compare/bug", RowQuery(directions=("backward",), limit=1000))
+    back = rows(store, "compare/bug", RowQuery(directions=("backward",), limit=1000))
     assert back.matched
     assert {r["direction"] for r in back.rows} == {"backward"}
-    worst = store.rows("compare/bug", RowQuery(sort="max_abs_err", descending=True, limit=1000))
+    worst = rows(store, "compare/bug", RowQuery(sort="max_abs_err", descending=True, limit=1000))
     vals = [r["max_abs_err"] for r in worst.rows if r["max_abs_err"] is not None]
     assert vals == sorted(vals, reverse=True)
-    ranged = store.rows("compare/bug", RowQuery(ranges={"cosine": (None, 0.99999)}, limit=1000))
+    ranged = rows(store, "compare/bug", RowQuery(ranges={"cosine": (None, 0.99999)}, limit=1000))
     assert all(r["cosine"] <= 0.99999 for r in ranged.rows)
-    mm = store.rows("compare/bug", RowQuery(op="MM", module="3.0", limit=1000))
+    mm = rows(store, "compare/bug", RowQuery(op="MM", module="3.0", limit=1000))
     assert mm.matched
     assert all("mm" in r["op"] and "3.0" in r["module_path"] for r in mm.rows)
     with pytest.raises(KeyError):
-        store.rows("compare/bug", RowQuery(sort="no_such_column"))
+        rows(store, "compare/bug", RowQuery(sort="no_such_column"))
 
 
 def test_module_tree_colours_scopes_by_worst_child(logdir: Path) -> None:
     store = ComparisonStore(logdir)
-    tree = store.module_tree("compare/bug", metric="cosine")
+    tree = module_tree(store, "compare/bug", metric="cosine")
     assert tree.verdict == "error"
     [root] = tree.children
     by_name = {c.name: c for c in root.children}
     assert by_name["3"].verdict == "error"
     assert by_name["0"].verdict == "pass"
     # cosine: higher is better, so the worst value of a scope is its smallest
-    rows = store.rows("compare/bug", RowQuery(module_prefix=by_name["3"].path, limit=1000)).rows
-    assert by_name["3"].rows == len(rows)
-    assert by_name["3"].value == min(r["cosine"] for r in rows if r["cosine"] is not None)
-    fwd = store.module_tree("compare/bug", metric="max_abs_err", direction="forward")
+    found = rows(store, "compare/bug", RowQuery(module_prefix=by_name["3"].path, limit=1000)).rows
+    assert by_name["3"].rows == len(found)
+    assert by_name["3"].value == min(r["cosine"] for r in found if r["cosine"] is not None)
+    fwd = module_tree(store, "compare/bug", metric="max_abs_err", direction="forward")
     assert fwd.rows < tree.rows
 
 
@@ -120,7 +118,7 @@ def test_detail_reads_both_tensors_from_the_dumps(logdir: Path) -> None:
     store = ComparisonStore(logdir)
     first = store.list()[0].first_divergence
     assert first is not None
-    d = store.detail("compare/bug", first, DetailLimits(top_n=5, heatmap_cells=4))
+    d = detail(store, "compare/bug", first, DetailLimits(top_n=5, heatmap_cells=4))
     assert d.note is None, d.note
     assert d.bench is not None
     assert d.target is not None
@@ -134,7 +132,7 @@ def test_detail_reads_both_tensors_from_the_dumps(logdir: Path) -> None:
     assert max(max(r) for r in d.heatmap.values) == pytest.approx(d.worst[0].abs_err)
     assert any(r["tensor"].startswith("input") for r in d.op_rows)
     with pytest.raises(KeyError):
-        store.detail("compare/bug", 10**6)
+        detail(store, "compare/bug", 10**6)
 
 
 def test_replay_reruns_the_op(logdir: Path) -> None:
@@ -142,7 +140,7 @@ def test_replay_reruns_the_op(logdir: Path) -> None:
 
     store = ComparisonStore(logdir)
     q = RowQuery(op="addmm", module="3.0", directions=("forward",), limit=100)
-    [row] = [r for r in store.rows("compare/bug", q).rows if r["tensor"] == "output.0"]
+    [row] = [r for r in rows(store, "compare/bug", q).rows if r["tensor"] == "output.0"]
     r = store.replay("compare/bug", row["position"])
     assert r.op == row["op"] == "aten.addmm.default"
     assert math.isfinite(r.target_vs_float64)
@@ -165,7 +163,7 @@ def test_missing_dumps_keep_the_row_and_say_why(tmp_path: Path, logdir: Path) ->
     store = ComparisonStore(tmp_path)
     [info] = store.list()
     assert info.name == "moved ünïcode"
-    d = store.detail(info.name, info.first_divergence or 0)
+    d = detail(store, info.name, info.first_divergence or 0)
     assert d.note is not None
     assert "not found" in d.note
     assert d.row["op"]
@@ -182,7 +180,7 @@ def test_unreadable_files_are_listed_with_the_reason(tmp_path: Path, content: st
     assert info.name == "."
     assert info.error
     with pytest.raises(Exception, match="unreadable"):
-        store.rows(".")
+        rows(store, ".")
 
 
 def test_logdir_provider_picks_up_new_comparisons(tmp_path: Path, logdir: Path) -> None:
@@ -199,3 +197,15 @@ def test_logdir_provider_picks_up_new_comparisons(tmp_path: Path, logdir: Path) 
     (tmp_path / "c" / "comparison.json").unlink()
     assert provider.reload()
     assert store.list() == []
+
+
+def test_the_board_stack_serves_compares_own_records_and_verdicts() -> None:
+    """No copies: the data layer's advice, replay and verdict names are compare's own."""
+    from tensorsight import data
+    from tensorsight.compare import result
+    from tensorsight.compare.replay import ReplayResult
+
+    assert data.AdviceInfo is result.Advice
+    assert data.ReplayInfo is ReplayResult is result.ReplayResult
+    assert data.VERDICTS is result.VERDICTS
+    assert data.AdviceInfo.SCHEMA_VERSION == data.ReplayInfo.SCHEMA_VERSION == 1

@@ -214,7 +214,7 @@ def make_large_comparison(logdir: Path, ops: int = 6000) -> None:
 
 @pytest.fixture(scope="module")
 def structures(tmp_path_factory: pytest.TempPathFactory):
-    from tests.data.test_comparison_trace import make_structure_logdir
+    from tests.board.views.test_comparison_trace import make_structure_logdir
 
     logdir = make_structure_logdir(tmp_path_factory.mktemp("cmp-structures"))
     make_large_comparison(logdir)

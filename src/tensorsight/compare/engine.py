@@ -12,7 +12,6 @@ bounded by the largest tensor pair, not by the dump size.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import math
 import os
@@ -51,7 +50,6 @@ from tensorsight.compare.result import (
     MissingPair,
     OpComparison,
     Verdict,
-    attr_name,
     new_row,
 )
 from tensorsight.dumpformat import _fs
@@ -725,7 +723,12 @@ class _Measure:
         rt = _range(t, xt)
         pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)
         shown = self._shown
-        out: dict[str, Any] = {_attr(k): (v if k in shown else None) for k, v in pm.values.items()}
+        values = pm.values
+        metrics = {k: v for k, v in values.items() if k in shown}
+        # the budget's error measure needs rmse and the per-side moments even when hidden
+        for k in ("rmse", "mean_bench", "std_bench", "mean_target", "std_target"):
+            metrics[k] = values[k]
+        out: dict[str, Any] = {"metrics": metrics}
         out.update(
             min_bench=rb[0],
             max_bench=rb[1],
@@ -734,9 +737,6 @@ class _Measure:
             nonfinite_bench=float(pm.nonfinite_bench),
             nonfinite_target=float(pm.nonfinite_target),
         )
-        # the budget's error measure needs rmse and the per-side moments even when hidden
-        for k in ("rmse", "mean_bench", "std_bench", "mean_target", "std_target"):
-            out[k] = pm.values[k]
         if self.custom:
             out["custom"] = {s.key: float(s.func(yb, xt)) for s in self.custom}
         rel = pm.values["rel_euclidean"]
@@ -769,12 +769,6 @@ class _Measure:
         self.layout.clear()
 
 
-@functools.cache
-def _attr(key: str) -> str:
-    """:func:`attr_name`, remembered (16 metric keys a tensor pair)."""
-    return attr_name(key)
-
-
 def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:
     s = rec.stats
     if s is not None and s.min is not None and s.max is not None and not s.has_nonfinite:
@@ -782,10 +776,16 @@ def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:
     return value_range(arr)
 
 
-def _known(values: dict[str, float]) -> dict[str, float | None]:
-    names = {attr_name(c) for c in METRIC_COLUMNS}
-    allowed = names | set(STATS_KEYS)
-    return {k: (None if math.isnan(v) else v) for k, v in values.items() if k in allowed}
+def _known(values: dict[str, float]) -> dict[str, Any]:
+    """A statistics comparison's values as row fields: its metric columns under
+    ``metrics``, the :data:`STATS_KEYS` columns as they are (``nan``: not known, ``None``)."""
+    out: dict[str, Any] = {k: v for k, v in values.items() if k in _STATS and not math.isnan(v)}
+    out["metrics"] = {k: v for k, v in values.items() if k in _METRICS and not math.isnan(v)}
+    return out
+
+
+_STATS = frozenset(STATS_KEYS)
+_METRICS = frozenset(METRIC_COLUMNS)
 
 
 def default_output_name(bench: str | Path, target: str | Path) -> str:

@@ -22,44 +22,17 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tensorsight._lazy import lazy_import
-from tensorsight.compare.result import OpComparison
+from tensorsight.compare.result import OpComparison, ReplayResult
 from tensorsight.dumpformat.reader import Dump, DumpStep, read_dump
 from tensorsight.dumpformat.schema import OpRecord, TensorRecord
 from tensorsight.errors import CompareError
 
 __all__ = ["ReplayResult", "replay", "replay_recorded"]
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    """Relative errors (``||a - b|| / ||b||``) between the tensors of one replayed output.
-
-    Attributes:
-        op: The op replayed.
-        tensor: The output compared (``output.0``).
-        dtype: The target dtype the op was replayed in.
-        replay_vs_float64: The op's own error in ``dtype`` on the bench inputs.
-        target_vs_float64: The recorded target output against the float64 replay.
-        bench_vs_float64: The recorded bench output against the float64 replay.
-        target_vs_replay: The recorded target output against the replay in ``dtype``.
-        op_explains_error: The replay in ``dtype`` reproduces the target output (within a
-            quarter of the target's own error against float64).
-    """
-
-    op: str
-    tensor: str
-    dtype: str
-    replay_vs_float64: float
-    target_vs_float64: float
-    bench_vs_float64: float
-    target_vs_replay: float
-    op_explains_error: bool
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:

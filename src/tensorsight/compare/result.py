@@ -1,4 +1,5 @@
-"""The result of a comparison: :class:`Comparison`, :class:`OpComparison`, :class:`Verdict`.
+"""The result of a comparison: :class:`Comparison`, :class:`OpComparison`, :class:`Verdict`
+(and :class:`ReplayResult`, what :func:`~tensorsight.compare.replay.replay` returns).
 
 This docstring is the spec of the JSON export (``Comparison.to_json``), schema version 1::
 
@@ -33,7 +34,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from tensorsight.compare import report
 from tensorsight.compare.metrics.kernel import KERNEL_KEYS
@@ -54,6 +55,7 @@ __all__ = [
     "Comparison",
     "MissingPair",
     "OpComparison",
+    "ReplayResult",
     "Verdict",
     "attr_name",
 ]
@@ -130,15 +132,27 @@ class Verdict:
             raise UsageError(msg)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class OpComparison:
     """One comparison row: one tensor of one op, bench against target.
 
     Attribute names are the column names of PRODUCT.md ("Comparison rows"), except
     ``within_1e_3``/``within_5e_3`` for the columns ``within_1e-3``/``within_5e-3``; use
-    :meth:`get` or :meth:`to_dict` for column keys. Metrics are ``None`` when not computed
-    (unmatched op, statistics or md5 dump, shape mismatch) and ``nan`` when undefined.
-    ``custom`` holds metrics registered by users (key -> value).
+    :meth:`get` or :meth:`to_dict` for column keys. The built-in metrics' values are one
+    mapping, ``metrics``, keyed by the kernel's key table (:data:`METRIC_COLUMNS`, i.e.
+    ``KERNEL_KEYS``); each key is also an attribute (``row.cosine`` is
+    ``row.metrics.get("cosine")``), made from that table, so a new kernel key needs no
+    field here. A metric is ``None`` (absent from ``metrics``) when not computed (unmatched
+    op, statistics or md5 dump, shape mismatch) and ``nan`` when undefined. ``custom``
+    holds metrics registered by users (key -> value).
+
+    The constructor takes the fields, plus any metric by its attribute name
+    (``OpComparison(..., cosine=0.5)`` puts ``0.5`` under ``metrics["cosine"]``).
+
+    Example:
+        >>> row = OpComparison(0, "aten.mm.default", "fc", "forward", "output.0", cosine=0.5)
+        >>> row.metrics, row.cosine, row.get("within_1e-3")
+        ({'cosine': 0.5}, 0.5, None)
     """
 
     index: int | None
@@ -150,22 +164,7 @@ class OpComparison:
     shape_target: tuple[int, ...] | None = None
     dtype_bench: str | None = None
     dtype_target: str | None = None
-    cosine: float | None = None
-    max_abs_err: float | None = None
-    acc_rel_err: float | None = None
-    rel_euclidean: float | None = None
-    kl_div: float | None = None
-    mean_bench: float | None = None
-    std_bench: float | None = None
-    mean_target: float | None = None
-    std_target: float | None = None
-    mae: float | None = None
-    rmse: float | None = None
-    max_rel_err: float | None = None
-    mean_rel_err: float | None = None
-    within_1e_3: float | None = None
-    within_5e_3: float | None = None
-    max_ulp: float | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
     verdict: str = "pass"
     reason: str = ""
     rank: int = 0
@@ -190,6 +189,43 @@ class OpComparison:
     norm_rel_diff: float | None = None
     fingerprint_equal: bool | None = None
     custom: Mapping[str, float] = field(default_factory=dict)
+
+    if TYPE_CHECKING:  # for the type checker: the attributes are made from METRIC_COLUMNS
+        cosine: ClassVar[float | None]
+        max_abs_err: ClassVar[float | None]
+        acc_rel_err: ClassVar[float | None]
+        rel_euclidean: ClassVar[float | None]
+        kl_div: ClassVar[float | None]
+        mean_bench: ClassVar[float | None]
+        std_bench: ClassVar[float | None]
+        mean_target: ClassVar[float | None]
+        std_target: ClassVar[float | None]
+        mae: ClassVar[float | None]
+        rmse: ClassVar[float | None]
+        max_rel_err: ClassVar[float | None]
+        mean_rel_err: ClassVar[float | None]
+        within_1e_3: ClassVar[float | None]
+        within_5e_3: ClassVar[float | None]
+        max_ulp: ClassVar[float | None]
+
+    def __init__(
+        self,
+        index: int | None,
+        op: str,
+        module_path: str,
+        direction: str,
+        tensor: str,
+        shape_bench: tuple[int, ...] | None = None,
+        shape_target: tuple[int, ...] | None = None,
+        dtype_bench: str | None = None,
+        dtype_target: str | None = None,
+        **values: Any,
+    ) -> None:
+        _fill(self.__dict__, {
+            "index": index, "op": op, "module_path": module_path, "direction": direction,
+            "tensor": tensor, "shape_bench": shape_bench, "shape_target": shape_target,
+            "dtype_bench": dtype_bench, "dtype_target": dtype_target, **values,
+        })  # fmt: skip
 
     @property
     def one_sided(self) -> bool:
@@ -227,59 +263,93 @@ class OpComparison:
         copying the fields and updating them is the same result; ``replace`` builds all 49
         arguments again (12 us a row, several times per row of a comparison).
         """
-        if not changes.keys() <= _FIELD_NAMES:
-            unknown = sorted(changes.keys() - _FIELD_NAMES)
-            msg = f"OpComparison: no field {unknown[0]!r}."
-            raise TypeError(msg)
+        _check_names(changes)
         new = object.__new__(OpComparison)
         state = new.__dict__
         state.update(self.__dict__)
+        if changes.keys() & _METRIC_ATTRS:
+            changes = _gather_metrics(changes, self.metrics)
         state.update(changes)
         return new
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> OpComparison:
         """Inverse of :meth:`to_dict` (JSON values decoded)."""
-        names = {f.name for f in fields(cls)}
         kwargs: dict[str, Any] = {}
+        metrics: dict[str, float] = {}
         custom: dict[str, float] = {}
         for key, value in row.items():
-            attr = attr_name(key)
-            if attr in names and attr != "custom":
-                kwargs[attr] = _decode(value)
+            if key in _METRIC_KEYS:
+                if value is not None:
+                    metrics[key] = _decode(value)
+            elif key in _PLAIN_FIELDS:
+                kwargs[key] = _decode(value)
             else:
                 custom[key] = _decode(value)
         for shape in ("shape_bench", "shape_target"):
             if kwargs.get(shape) is not None:
                 kwargs[shape] = tuple(int(d) for d in kwargs[shape])
-        return cls(custom=custom, **kwargs)
+        return new_row(custom=custom, metrics=metrics, **kwargs)
 
+
+class _MetricValue:
+    """``row.<attr>`` of a built-in metric: ``row.metrics.get(key)`` (read-only)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get__(self, row: OpComparison | None, owner: type | None = None) -> Any:
+        if row is None:
+            return self
+        return row.metrics.get(self.key)
+
+
+for _key in METRIC_COLUMNS:
+    setattr(OpComparison, attr_name(_key), _MetricValue(_key))
 
 _FIELD_NAMES = frozenset(f.name for f in fields(OpComparison))
-# the fields without default, then every field with a plain one (in field order; the last
-# field, ``custom``, has a factory and is made per row)
+#: attribute name -> metric key (``within_1e_3`` -> ``within_1e-3``)
+_METRIC_ATTRS = {attr_name(k): k for k in METRIC_COLUMNS}
+_METRIC_KEYS = frozenset(METRIC_COLUMNS)
+_PLAIN_FIELDS = _FIELD_NAMES - {"metrics", "custom"}
+_NAMES = _FIELD_NAMES | _METRIC_ATTRS.keys()
+# the fields without default, then every field with a plain one (in field order; the
+# fields ``metrics`` and ``custom`` have a factory and are made per row)
 _REQUIRED = tuple(
     f.name for f in fields(OpComparison) if f.default is MISSING and f.default_factory is MISSING
 )
-_DEFAULTS = {f.name: f.default for f in fields(OpComparison) if f.default is not MISSING}
-assert [*_REQUIRED, *_DEFAULTS, "custom"] == [f.name for f in fields(OpComparison)]
+_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in fields(OpComparison) if f.name not in _REQUIRED
+}
 
 
-def new_row(**values: Any) -> OpComparison:
-    """``OpComparison(**values)`` at a fraction of its cost (a comparison makes one per
-    tensor pair): the frozen ``__init__`` stores 49 fields one ``object.__setattr__`` at a
-    time; the class has no ``__post_init__``, so filling a new instance's fields with the
-    defaults and ``values`` is the same row (as :meth:`OpComparison.evolve` does).
-
-    Raises:
-        TypeError: An unknown field, or a field without default missing.
-    """
-    if not values.keys() <= _FIELD_NAMES:
-        unknown = sorted(values.keys() - _FIELD_NAMES)
+def _check_names(values: Mapping[str, Any]) -> None:
+    if not values.keys() <= _NAMES:
+        unknown = sorted(values.keys() - _NAMES)
         msg = f"OpComparison: no field {unknown[0]!r}."
         raise TypeError(msg)
-    row = object.__new__(OpComparison)
-    state = row.__dict__
+
+
+def _gather_metrics(values: Mapping[str, Any], base: Mapping[str, float]) -> dict[str, Any]:
+    """``values`` with metrics given by attribute name moved into its ``metrics`` (over
+    ``values["metrics"]``, else ``base``); ``None`` means not computed: no key."""
+    out = dict(values)
+    metrics = dict(out.get("metrics", base))
+    for attr in out.keys() & _METRIC_ATTRS:
+        v = out.pop(attr)
+        if v is None:
+            metrics.pop(_METRIC_ATTRS[attr], None)
+        else:
+            metrics[_METRIC_ATTRS[attr]] = v
+    out["metrics"] = metrics
+    return out
+
+
+def _fill(state: dict[str, Any], values: Mapping[str, Any]) -> None:
+    """Store ``values`` (fields, or metrics by attribute name) in a new row's ``state``."""
+    _check_names(values)
     try:
         for name in _REQUIRED:
             state[name] = values[name]
@@ -287,8 +357,28 @@ def new_row(**values: Any) -> OpComparison:
         msg = f"OpComparison: no value for the required field {exc.args[0]!r}."
         raise TypeError(msg) from None
     state.update(_DEFAULTS)
+    state["metrics"] = {}
     state["custom"] = {}
+    if values.keys() & _METRIC_ATTRS:
+        values = _gather_metrics(values, {})
     state.update(values)
+    metrics = state["metrics"]
+    if None in metrics.values():  # not computed: no key, so equal rows compare equal
+        state["metrics"] = {k: v for k, v in metrics.items() if v is not None}
+
+
+def new_row(**values: Any) -> OpComparison:
+    """``OpComparison(**values)`` at a fraction of its cost (a comparison makes one per
+    tensor pair): the frozen ``__init__`` would store each field through
+    ``object.__setattr__``; the class has no ``__post_init__``, so filling a new instance's
+    fields with the defaults and ``values`` is the same row (as :meth:`OpComparison.evolve`
+    does). Metrics go in ``metrics`` (key -> value) or by attribute name.
+
+    Raises:
+        TypeError: An unknown field, or a field without default missing.
+    """
+    row = object.__new__(OpComparison)
+    _fill(row.__dict__, values)
     return row
 
 
@@ -305,6 +395,38 @@ class Advice:
     mechanism: str
     evidence: str
     row: int | None = None
+
+    SCHEMA_VERSION = SCHEMA_VERSION  # the board serves it as it is (data.AdviceInfo)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Relative errors (``||a - b|| / ||b||``) between the tensors of one replayed output.
+
+    Attributes:
+        op: The op replayed.
+        tensor: The output compared (``output.0``).
+        dtype: The target dtype the op was replayed in.
+        replay_vs_float64: The op's own error in ``dtype`` on the bench inputs.
+        target_vs_float64: The recorded target output against the float64 replay.
+        bench_vs_float64: The recorded bench output against the float64 replay.
+        target_vs_replay: The recorded target output against the replay in ``dtype``.
+        op_explains_error: The replay in ``dtype`` reproduces the target output (within a
+            quarter of the target's own error against float64).
+
+    The board serves it as it is (``tensorsight.data.ReplayInfo`` is this class).
+    """
+
+    op: str
+    tensor: str
+    dtype: str
+    replay_vs_float64: float
+    target_vs_float64: float
+    bench_vs_float64: float
+    target_vs_replay: float
+    op_explains_error: bool
+
+    SCHEMA_VERSION = SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -576,35 +698,47 @@ class Comparison:
         return cast(str, report.render(self, "summary", top=top))
 
 
-_ROW_ATTRS = tuple((c, attr_name(c)) for c in COLUMNS)
+# a row's columns in three runs: fields before the metrics, the metrics, fields after
+_HEAD = IDENTITY_COLUMNS
+_TAIL = tuple(attr_name(c) for c in COLUMNS[len(IDENTITY_COLUMNS) + len(METRIC_COLUMNS) :])
+assert (*_HEAD, *METRIC_COLUMNS, *_TAIL) == COLUMNS
+_NO_METRICS = dict.fromkeys(METRIC_COLUMNS)
+
+
+def _row_values(row: OpComparison) -> dict[str, Any]:
+    """Column -> value in :data:`COLUMNS` order (without custom metrics), read off the
+    row's fields and its ``metrics`` mapping."""
+    state = vars(row)
+    get = state.__getitem__
+    out = dict(zip(_HEAD, map(get, _HEAD), strict=True))
+    metrics = state["metrics"]
+    if metrics:
+        out.update(zip(METRIC_COLUMNS, map(metrics.get, METRIC_COLUMNS), strict=True))
+    else:
+        out.update(_NO_METRICS)
+    out.update(zip(_TAIL, map(get, _TAIL), strict=True))
+    return out
 
 
 def _row_json(row: OpComparison) -> dict[str, Any]:
     """``{k: _encode(v) for k, v in row.to_dict().items()}``, read off the row's fields."""
-    state = vars(row)
-    out: dict[str, Any] = {}
-    for c, a in _ROW_ATTRS:
-        v = state[a]
+    out = _row_values(row)
+    for c, v in out.items():
         if type(v) is float:
             if v - v != 0:  # inf or nan
-                v = "nan" if v != v else ("inf" if v > 0 else "-inf")
+                out[c] = "nan" if v != v else ("inf" if v > 0 else "-inf")
         elif type(v) is tuple:
-            v = list(v)
-        out[c] = v
+            out[c] = list(v)
     if row.custom:
         out.update((k, _encode(v)) for k, v in row.custom.items())
     return out
-
-
-_COLUMN_NAMES = tuple(c for c, _ in _ROW_ATTRS)
-_ATTR_NAMES = tuple(a for _, a in _ROW_ATTRS)
 
 
 def _row_text(row: OpComparison, enc: Callable[[Any], str]) -> str:
     """``enc(_row_json(row))``; a row of finite numbers without custom metrics (nearly all)
     skips the per-value checks: the encoder refuses NaN and infinities itself."""
     if not row.custom:
-        out = dict(zip(_COLUMN_NAMES, map(vars(row).__getitem__, _ATTR_NAMES), strict=True))
+        out = _row_values(row)
         for c in ("shape_bench", "shape_target"):
             if out[c] is not None:
                 out[c] = list(out[c])

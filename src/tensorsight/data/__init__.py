@@ -11,23 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
-from tensorsight.data._comparison_trace_types import (
-    SideOp,
-    TraceLine,
-    TracePage,
-    TraceQuery,
-    Upstream,
-)
 from tensorsight.data._downsample import downsample_indices
 from tensorsight.data.audio import AudioClip
 from tensorsight.data.comparisons import (
+    VERDICTS,
     AdviceInfo,
     ComparisonInfo,
     ComparisonStore,
-    ModuleNode,
-    RowPage,
-    RowQuery,
+    ReplayInfo,
 )
 from tensorsight.data.custom_scalars import (
     LayoutCategory,
@@ -62,13 +53,13 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "SCHEMA_VERSION",
+    "VERDICTS",
     "AdviceInfo",
     "AudioClip",
     "ComparisonInfo",
     "ComparisonStore",
     "DataGraph",
     "DataProvider",
-    "DetailLimits",
     "EmbeddingData",
     "EmbeddingEntry",
     "GraphNodeData",
@@ -83,23 +74,14 @@ __all__ = [
     "LogdirProvider",
     "MarginSeries",
     "ModelGraph",
-    "ModuleNode",
-    "OpDetail",
     "PrCurveData",
     "ReplayInfo",
-    "RowPage",
-    "RowQuery",
     "RunHParams",
     "RunInfo",
     "ScalarLayout",
     "ScalarSeries",
-    "SideOp",
     "TensorValue",
     "TextRecord",
-    "TraceLine",
-    "TracePage",
-    "TraceQuery",
-    "Upstream",
     "downsample_indices",
     "merge_layouts",
 ]

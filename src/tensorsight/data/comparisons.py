@@ -7,73 +7,62 @@ it, relative to the logdir, in POSIX form (``"compare/fp32-vs-bug"``; ``"."`` fo
 itself). Files are parsed on first use and re-parsed when their size or mtime change; a file
 that cannot be read is listed with :attr:`ComparisonInfo.error` instead of failing the board.
 
-:meth:`ComparisonStore.trace` merges the bench and target op traces rebuilt from the rows
-into lines grouped by module scope, for the side-by-side view (see
-:mod:`tensorsight.data._comparison_trace`); it is built on first use and kept with the file.
+The store finds, caches and serves: :meth:`ComparisonStore.comparison` (the parsed
+``Comparison``), :meth:`ComparisonStore.tensor` (one tensor of a row from its dump) and
+:meth:`ComparisonStore.replay`. What a view derives from a comparison's rows (the comparison
+view's table and side-by-side trace, ``board/views/comparison/``) is kept with the file by
+:meth:`ComparisonStore.derived` and dropped when the file changes.
 
 The dumps behind a comparison (its ``bench`` and ``target`` paths) are opened only for the
-drill-down of one row (:meth:`ComparisonStore.detail`), one tensor pair at a time, with the
-response bounded by :class:`DetailLimits`. Relative dump paths are tried against the
-comparison's folder, then the logdir, then the working directory.
+drill-down of one row, one tensor at a time, refused past the caller's element cap. Relative
+dump paths are tried against the comparison's folder, then the logdir, then the working
+directory.
 
 Every type here that travels over the wire carries ``SCHEMA_VERSION``; its docstring is the
-spec. Views never import :mod:`tensorsight.compare`: they read through this module.
+spec. Views never import :mod:`tensorsight.compare`: they read through this module, which
+serves compare's own record types (``AdviceInfo`` is ``Advice``, ``ReplayInfo`` is
+``ReplayResult``) and its verdict vocabulary (``VERDICTS``) rather than copies.
 """
 
 from __future__ import annotations
 
-import builtins
 import os
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from tensorsight.data._comparison_table import (
-    ModuleNode,
-    RowPage,
-    RowQuery,
-    Table,
-)
+from tensorsight.compare.result import VERDICTS, Advice, ReplayResult
 from tensorsight.errors import InputFileError, TensorsightError
 
 if TYPE_CHECKING:
-    from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
-    from tensorsight.data._comparison_trace import Trace
-    from tensorsight.data._comparison_trace_types import TracePage, TraceQuery, Upstream
+    import numpy as np
+
+    from tensorsight.compare.result import Comparison
 
 __all__ = [
     "COMPARISON_FILE",
     "SCHEMA_VERSION",
+    "VERDICTS",
     "AdviceInfo",
     "ComparisonInfo",
     "ComparisonStore",
-    "ModuleNode",
-    "RowPage",
-    "RowQuery",
+    "ReplayInfo",
 ]
 
+T = TypeVar("T")
 SCHEMA_VERSION = 1
 COMPARISON_FILE = "comparison.json"
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class AdviceInfo:
-    """One mechanism the advisor named.
-
-    Attributes:
-        mechanism: Short id (``scale-error``, ``first-nan``, ...).
-        evidence: One or two sentences with the numbers that point to it.
-        row: Position of the row it is about, or ``None``.
-    """
-
-    mechanism: str
-    evidence: str
-    row: int | None
-
-    SCHEMA_VERSION = SCHEMA_VERSION
+#: One mechanism the advisor named: compare's own record type, served as it is
+#: (``mechanism``, ``evidence``, ``row``).
+AdviceInfo = Advice
+#: The op re-run on the bench inputs (:func:`tensorsight.compare.replay.replay`'s result,
+#: served as it is): relative errors ``||a - b|| / ||b||`` of the three results.
+ReplayInfo = ReplayResult
 
 
 @dataclass(frozen=True)
@@ -127,8 +116,7 @@ class _Entry:
     stamp: tuple[int, int]
     info: ComparisonInfo
     comparison: Any = None  # tensorsight.compare.Comparison
-    table: Table | None = None
-    trace: Trace | None = None
+    derived: dict[str, Any] = field(default_factory=dict)
 
 
 def _broken(name: str, mtime: float, error: str) -> ComparisonInfo:
@@ -225,7 +213,7 @@ class ComparisonStore:
             row_count=len(comp.rows),
             counts=counts,
             first_divergence=comp.first_divergence_row,
-            advice=tuple(AdviceInfo(a.mechanism, a.evidence, a.row) for a in comp.advice),
+            advice=comp.advice,
             mtime=mtime,
             # rank pairs not compared make the result incomplete too (the board's banner)
             incomplete=comp.incomplete or comp.missing_line,
@@ -257,65 +245,27 @@ class ComparisonStore:
             raise KeyError(name)
         return entry.info
 
-    def _table(self, name: str) -> Table:
-        entry = self._entry(name)
-        with self._lock:
-            if entry.table is None:
-                entry.table = Table(entry.comparison.rows, entry.comparison.metrics)
-            return entry.table
-
-    def row(self, name: str, position: int) -> Mapping[str, Any]:
-        """Row ``position`` as column -> value; :class:`KeyError` when out of range."""
-        return self._table(name).row(position)
-
-    def rows(self, name: str, query: RowQuery | None = None) -> RowPage:
-        """Filter, sort and page the rows of comparison ``name`` (see :class:`RowQuery`)."""
-        return self._table(name).query(query or RowQuery())
-
-    def metric_ranges(self, name: str) -> dict[str, tuple[float, float] | None]:
-        """Finite (min, max) of each metric over every row (``None``: none finite)."""
-        return self._table(name).ranges()
-
-    def ops(self, name: str) -> builtins.list[str]:
-        """Distinct op names, sorted (for the filter's suggestions)."""
-        return self._table(name).distinct("op")
-
-    def module_tree(
-        self, name: str, *, metric: str | None = None, direction: str | None = None
-    ) -> ModuleNode:
-        """Rows grouped by module hierarchy; each scope carries its worst child's values."""
-        info = self.info(name)
-        higher = metric in info.higher_is_better
-        return self._table(name).module_tree(metric, direction, higher_is_better=higher)
-
-    def _trace(self, name: str) -> Trace:
-        from tensorsight.data._comparison_trace import Trace
-
-        entry = self._entry(name)
-        table = self._table(name)
-        with self._lock:
-            if entry.trace is None:
-                entry.trace = Trace(table.dicts)
-            return entry.trace
-
-    def trace(self, name: str, query: TraceQuery | None = None) -> TracePage:
-        """The bench and target op traces side by side, grouped by module (one window).
+    def comparison(self, name: str) -> Comparison:
+        """The :class:`~tensorsight.compare.Comparison` of ``name`` (do not modify).
 
         Raises:
-            KeyError: Unknown comparison, or ``query.at`` names no row.
+            KeyError: Unknown comparison.
+            InputFileError: Its file could not be read.
         """
-        from tensorsight.data._comparison_trace_types import TraceQuery
+        return self._entry(name).comparison  # type: ignore[no-any-return]
 
-        return self._trace(name).page(query or TraceQuery())
-
-    def upstream(self, name: str, position: int) -> Upstream:
-        """Ops that ran on one side only before row ``position``'s op (same rank).
+    def derived(self, name: str, key: str, build: Callable[[], T]) -> T:
+        """What ``build()`` makes of comparison ``name``, made once and kept with the file
+        (made again when the file changes); views keep their own indexes of the rows here.
 
         Raises:
-            KeyError: Unknown comparison or row.
+            KeyError: Unknown comparison.
         """
-        table = self._table(name)
-        return self._trace(name).upstream(table.check(position))
+        entry = self._entry(name)
+        with self._lock:
+            if key not in entry.derived:
+                entry.derived[key] = build()
+            return cast(T, entry.derived[key])
 
     def dump_path(self, name: str, side: str) -> Path | str | None:
         """The bench or target dump folder of ``name``, resolved, or ``None`` when missing.
@@ -337,27 +287,29 @@ class ComparisonStore:
             candidates = [entry.path.parent / raw, *root, Path.cwd() / raw]
         return next((c for c in candidates if c.is_dir()), None)
 
-    def detail(self, name: str, position: int, limits: DetailLimits | None = None) -> OpDetail:
-        """Drill-down of one row: both tensors' statistics, error histogram, heatmap, worst
-        elements, the op's inputs against its output (error gain) and the advisor's evidence.
+    def tensor(
+        self, name: str, position: int, side: str, max_elements: int
+    ) -> tuple[np.ndarray, str] | str:
+        """The ``bench`` or ``target`` tensor of row ``position``, read back from its dump as
+        float64, with its dtype; or one sentence saying why it cannot be had (dump not
+        found, statistics only, more than ``max_elements`` elements, unreadable).
 
         Raises:
             KeyError: Unknown comparison or row.
         """
-        from tensorsight.data._comparison_detail import build_detail
-
         entry = self._entry(name)
-        table = self._table(name)
-        row = table.row(position)
-        return build_detail(
-            row,
-            position,
-            table,
-            entry.info,
-            self.dump_path(name, "bench"),
-            self.dump_path(name, "target"),
-            limits,
-        )
+        rows = entry.comparison.rows
+        if not 0 <= position < len(rows):
+            raise KeyError(position)
+        row = rows[position]
+        path = self.dump_path(name, side)
+        if path is None:
+            return f"The {side} dump was not found; only the row is shown."
+        index = row.index if side == "bench" else row.index_target
+        try:
+            return _load(path, row.rank, entry.comparison.step, index, row.tensor, max_elements)
+        except (LookupError, TensorsightError, OSError, ValueError) as exc:
+            return f"The {side} tensor could not be loaded: {exc}."
 
     def replay(self, name: str, position: int) -> ReplayInfo:
         """Re-run row ``position``'s op on the bench inputs in the target dtype and float64.
@@ -367,12 +319,47 @@ class ComparisonStore:
             CompareError: The op cannot be replayed from the dumps (the message says why).
             MissingDependencyError: torch is not installed.
         """
-        from tensorsight.data._comparison_detail import run_replay
+        from tensorsight.compare.replay import replay
 
         entry = self._entry(name)
-        return run_replay(
-            entry.comparison.rows[self._table(name).check(position)],
-            self.dump_path(name, "bench"),
-            self.dump_path(name, "target"),
-            entry.comparison.step,
-        )
+        rows = entry.comparison.rows
+        if not 0 <= position < len(rows):
+            raise KeyError(position)
+        row = rows[position]
+        bench, target = self.dump_path(name, "bench"), self.dump_path(name, "target")
+        if bench is None or target is None:
+            msg = (
+                f"Replay of {row.key!r}: the {'bench' if bench is None else 'target'} dump was "
+                "not found. Expected the dump folders the comparison names."
+            )
+            raise InputFileError(msg)
+        return replay(row, bench, target, step=entry.comparison.step)
+
+
+def _load(
+    dump: Path | str, rank: int, step: int | None, index: Any, tensor: str, cap: int
+) -> tuple[np.ndarray, str]:
+    """One tensor of ``dump`` (a folder, or a URL read where it is) as float64."""
+    import math
+
+    import numpy as np
+
+    from tensorsight.dumpformat.reader import read_dump
+
+    st = read_dump(dump).step(rank, step)
+    name = str(dump).rstrip("/").rpartition("/")[2] if isinstance(dump, str) else dump.name
+    try:
+        rec = next((r for r in st.rows if r.index == index and r.tensor == tensor), None)
+        if rec is None:
+            msg = f"no tensor {tensor!r} of op {index} in {name!r}"
+            raise LookupError(msg)
+        if rec.data is None:
+            msg = f"{name!r} stores statistics only (dump with mode='tensor' to see elements)"
+            raise LookupError(msg)
+        size = math.prod(rec.shape)
+        if size > cap:
+            msg = f"the tensor has {size} elements, over the {cap}-element drill-down limit"
+            raise LookupError(msg)
+        return np.array(st.load(rec, np.float64)), rec.dtype
+    finally:
+        st.close()

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tensorsight.board.views.comparison import jsonable, list_impl, rows_impl
-from tensorsight.data import InMemoryProvider, LogdirProvider, RowQuery
+from tensorsight.board.views.comparison.table import RowQuery
+from tensorsight.data import InMemoryProvider, LogdirProvider
 from tests.data.test_comparisons import make_comparison_logdir
 
 NAME = "compare/bug"
@@ -132,7 +133,7 @@ def structures(tmp_path_factory: pytest.TempPathFactory):
     from starlette.testclient import TestClient
 
     from tensorsight.board.app import create_app
-    from tests.data.test_comparison_trace import make_structure_logdir
+    from tests.board.views.test_comparison_trace import make_structure_logdir
 
     root = make_structure_logdir(tmp_path_factory.mktemp("board-structures"))
     with TestClient(create_app(LogdirProvider(root))) as c:

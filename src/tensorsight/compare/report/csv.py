@@ -8,11 +8,10 @@ import math
 from pathlib import Path
 
 from tensorsight.compare.report import ReportFormat, cell
-from tensorsight.compare.result import COLUMNS, Comparison, attr_name
+from tensorsight.compare.result import COLUMNS, Comparison, _row_values
 
 __all__ = ["FORMAT", "header", "render_csv"]
 
-_ATTRS = tuple(attr_name(c) for c in COLUMNS)
 _NAMES = frozenset(COLUMNS)
 _SHAPES = tuple(i for i, c in enumerate(COLUMNS) if c.startswith("shape_"))
 
@@ -32,15 +31,14 @@ def render_csv(comparison: Comparison, path: str | Path | None = None) -> str:
     comment line, ``# INCOMPLETE: <why>`` or ``# NOT COMPARABLE: <why>``.
 
     The cells are those of :func:`~tensorsight.compare.report.cell` (floats as ``repr``),
-    read straight off each row's fields: a comparison has ~50 columns per row, and going
-    through :meth:`OpComparison.get` per cell was most of the report's time.
+    read straight off each row's fields and metrics: a comparison has ~50 columns per row,
+    and going through :meth:`OpComparison.get` per cell was most of the report's time.
     """
     cols = header(comparison)
     extra = cols[len(COLUMNS) :]
     lines: list[list[object]] = []
     for row in comparison.rows:
-        state = vars(row)
-        values = [state[a] for a in _ATTRS]
+        values = list(_row_values(row).values())
         custom = row.custom
         if custom and not custom.keys().isdisjoint(COLUMNS):  # as get(): custom values win
             values = [custom.get(c, v) for c, v in zip(COLUMNS, values, strict=True)]

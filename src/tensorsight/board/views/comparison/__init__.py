@@ -1,5 +1,12 @@
 """The comparison view: results of ``tensorsight.compare`` found under the logdir.
 
+A slice of its own: this module holds the routes and the functions that answer them,
+``table.py`` the rows' filtering, sorting, paging and module tree, ``trace.py`` (with
+``trace_types.py``) the side-by-side trace, ``detail.py`` one row's drill-down; the data
+layer's :class:`ComparisonStore` finds, caches and serves the comparisons (the
+``Comparison`` objects, tensor pairs, replays) and keeps the table and trace this view
+derives from them (:meth:`ComparisonStore.derived`).
+
 Routes under ``/api/views/comparison`` (spec: ``docs/http_api/comparison.md``):
 ``/list``, ``/summary``, ``/rows`` (filter, sort, page), ``/tree`` (module hierarchy),
 ``/trace`` (bench and target op traces side by side), ``/detail`` (one row's tensors from
@@ -23,7 +30,11 @@ from tensorsight.board.views.base import (
     offload_json,
     require_param,
 )
-from tensorsight.data import DetailLimits, RowQuery, TraceQuery
+from tensorsight.board.views.comparison.detail import DetailLimits, OpDetail, build_detail
+from tensorsight.board.views.comparison.table import ModuleNode, RowPage, RowQuery, Table
+from tensorsight.board.views.comparison.trace import Trace
+from tensorsight.board.views.comparison.trace_types import TraceQuery
+from tensorsight.data import VERDICTS
 from tensorsight.errors import TensorsightError
 
 if TYPE_CHECKING:
@@ -31,19 +42,26 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
+    from tensorsight.board.views.comparison.trace_types import TracePage, Upstream
     from tensorsight.data import ComparisonStore, DataProvider
 
 __all__ = [
     "MAX_PAGE",
     "CannotReplay",
     "ComparisonView",
+    "detail",
     "detail_impl",
     "list_impl",
+    "module_tree",
     "replay_impl",
+    "rows",
     "rows_impl",
     "summary_impl",
+    "table",
     "trace_impl",
+    "trace_page",
     "tree_impl",
+    "upstream",
 ]
 
 MAX_PAGE = 1000
@@ -52,7 +70,6 @@ MAX_TOGGLES = 1000
 FOLDS = ("clean", "none")
 MAX_TOP = 200
 MAX_CELLS = 128
-VERDICTS = ("pass", "warning", "error")
 DIRECTIONS = ("forward", "backward")
 MATCHES = ("all", "matched", "unmatched")
 
@@ -98,12 +115,81 @@ def _check(provider: DataProvider, name: str) -> ComparisonStore:
     return store
 
 
+def table(store: ComparisonStore, name: str) -> Table:
+    """The rows of comparison ``name`` with their columnar copies, built on first use and
+    kept with the file (:meth:`ComparisonStore.derived`).
+
+    Raises:
+        KeyError: Unknown comparison.
+    """
+    return store.derived(name, "comparison/table", lambda: _new_table(store, name))
+
+
+def _new_table(store: ComparisonStore, name: str) -> Table:
+    comparison = store.comparison(name)
+    return Table(comparison.rows, comparison.metrics)
+
+
+def rows(store: ComparisonStore, name: str, query: RowQuery | None = None) -> RowPage:
+    """Filter, sort and page the rows of comparison ``name`` (see :class:`RowQuery`)."""
+    return table(store, name).query(query or RowQuery())
+
+
+def module_tree(
+    store: ComparisonStore, name: str, *, metric: str | None = None, direction: str | None = None
+) -> ModuleNode:
+    """Rows grouped by module hierarchy; each scope carries its worst child's values."""
+    higher = metric in store.info(name).higher_is_better
+    return table(store, name).module_tree(metric, direction, higher_is_better=higher)
+
+
+def detail(
+    store: ComparisonStore, name: str, position: int, limits: DetailLimits | None = None
+) -> OpDetail:
+    """Drill-down of one row: both tensors' statistics, error histogram, heatmap, worst
+    elements, the op's inputs against its output (error gain) and the advisor's evidence.
+
+    Raises:
+        KeyError: Unknown comparison or row.
+    """
+    t = table(store, name)
+    row = t.row(position)
+
+    def load(side: str, max_elements: int) -> tuple[Any, str] | str:
+        return store.tensor(name, position, side, max_elements)
+
+    return build_detail(row, position, t, store.info(name), load, limits)
+
+
 def _row(store: ComparisonStore, name: str, position: int) -> Mapping[str, Any]:
     try:
-        return store.row(name, position)
+        return table(store, name).row(position)
     except KeyError:
         msg = f"Comparison {name[:200]!r} has no row {position}."
         raise NotFound(msg) from None
+
+
+def _trace(store: ComparisonStore, name: str) -> Trace:
+    """The trace of comparison ``name``, built on first use and kept with the file."""
+    return store.derived(name, "comparison/trace", lambda: Trace(table(store, name).dicts))
+
+
+def trace_page(store: ComparisonStore, name: str, query: TraceQuery | None = None) -> TracePage:
+    """The bench and target op traces side by side, grouped by module (one window).
+
+    Raises:
+        KeyError: Unknown comparison, or ``query.at`` names no row.
+    """
+    return _trace(store, name).page(query or TraceQuery())
+
+
+def upstream(store: ComparisonStore, name: str, position: int) -> Upstream:
+    """Ops that ran on one side only before row ``position``'s op (same rank).
+
+    Raises:
+        KeyError: Unknown comparison or row.
+    """
+    return _trace(store, name).upstream(table(store, name).check(position))
 
 
 def list_impl(provider: DataProvider) -> dict[str, Any]:
@@ -122,9 +208,9 @@ def summary_impl(provider: DataProvider, name: str) -> dict[str, Any]:
     return {
         "comparison": jsonable(info),
         "first_divergence_row": None if first is None else jsonable(_row(store, name, first)),
-        "upstream": None if first is None else jsonable(store.upstream(name, first)),
-        "metric_ranges": jsonable(store.metric_ranges(name)),
-        "ops": store.ops(name),
+        "upstream": None if first is None else jsonable(upstream(store, name, first)),
+        "metric_ranges": jsonable(table(store, name).ranges()),
+        "ops": table(store, name).distinct("op"),
     }
 
 
@@ -132,7 +218,7 @@ def rows_impl(provider: DataProvider, name: str, query: RowQuery) -> dict[str, A
     """One page of filtered, sorted rows."""
     store = _check(provider, name)
     try:
-        page = store.rows(name, query)
+        page = rows(store, name, query)
     except KeyError as exc:
         msg = f"Column {str(exc.args[0])[:80]!r} does not exist in comparison {name[:200]!r}."
         raise InvalidArgument(msg) from None
@@ -145,7 +231,7 @@ def tree_impl(
     """The module hierarchy with worst verdict and metric value per scope."""
     store = _check(provider, name)
     try:
-        tree = store.module_tree(name, metric=metric, direction=direction)
+        tree = module_tree(store, name, metric=metric, direction=direction)
     except KeyError:
         msg = f"Metric {str(metric)[:80]!r} does not exist in comparison {name[:200]!r}."
         raise InvalidArgument(msg) from None
@@ -156,7 +242,7 @@ def trace_impl(provider: DataProvider, name: str, query: TraceQuery) -> dict[str
     """One window of the side-by-side trace (bench and target ops grouped by module)."""
     store = _check(provider, name)
     try:
-        page = store.trace(name, query)
+        page = trace_page(store, name, query)
     except KeyError:
         msg = f"Comparison {name[:200]!r} has no row {query.at}."
         raise NotFound(msg) from None
@@ -203,11 +289,11 @@ def detail_impl(
     store = _check(provider, name)
     _row(store, name, position)
     try:
-        detail = store.detail(name, position, limits)
+        found = detail(store, name, position, limits)
     except KeyError:
         msg = f"Comparison {name[:200]!r}: slice index out of range for row {position}."
         raise InvalidArgument(msg) from None
-    return jsonable(detail)  # type: ignore[no-any-return]
+    return jsonable(found)  # type: ignore[no-any-return]
 
 
 def replay_impl(provider: DataProvider, name: str, position: int) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The drill-down of one comparison row: tensors read back from the dumps behind it.
+"""The drill-down of one comparison row: tensors read back from the dumps behind it (by
+:meth:`tensorsight.data.ComparisonStore.tensor`, which reads the dumps for the view).
 
 Only the one tensor pair of the row is loaded (memory-mapped, converted to float64); every
 part of the answer is bounded by :class:`DetailLimits` (histogram bins, heatmap cells, top-N),
@@ -10,18 +11,15 @@ row's own numbers and says why in :attr:`OpDetail.note`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tensorsight.errors import TensorsightError
-
 if TYPE_CHECKING:
-    from tensorsight.data._comparison_table import Table
-    from tensorsight.data.comparisons import AdviceInfo, ComparisonInfo
+    from tensorsight.board.views.comparison.table import Table
+    from tensorsight.data import AdviceInfo, ComparisonInfo
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -29,7 +27,6 @@ __all__ = [
     "ErrorHistogram",
     "Heatmap",
     "OpDetail",
-    "ReplayInfo",
     "TensorSummary",
     "WorstElement",
 ]
@@ -161,23 +158,6 @@ class OpDetail:
     SCHEMA_VERSION = SCHEMA_VERSION
 
 
-@dataclass(frozen=True)
-class ReplayInfo:
-    """The op re-run on the bench inputs (see :mod:`tensorsight.compare.replay`): relative
-    errors ``||a - b|| / ||b||`` of the three results against each other."""
-
-    op: str
-    tensor: str
-    dtype: str
-    replay_vs_float64: float
-    target_vs_float64: float
-    bench_vs_float64: float
-    target_vs_replay: float
-    op_explains_error: bool
-
-    SCHEMA_VERSION = SCHEMA_VERSION
-
-
 def _opt(v: float) -> float | None:
     return v if math.isfinite(v) else None
 
@@ -274,38 +254,19 @@ def worst_elements(b: np.ndarray, t: np.ndarray, err: np.ndarray, n: int) -> lis
     return out
 
 
-def _load(dump: Path | str, rank: int, step: int | None, index: Any, tensor: str, cap: int) -> Any:
-    from tensorsight.dumpformat.reader import read_dump
-
-    st = read_dump(dump).step(rank, step)
-    name = str(dump).rstrip("/").rpartition("/")[2] if isinstance(dump, str) else dump.name
-    try:
-        rec = next((r for r in st.rows if r.index == index and r.tensor == tensor), None)
-        if rec is None:
-            msg = f"no tensor {tensor!r} of op {index} in {name!r}"
-            raise LookupError(msg)
-        if rec.data is None:
-            msg = f"{name!r} stores statistics only (dump with mode='tensor' to see elements)"
-            raise LookupError(msg)
-        size = math.prod(rec.shape)
-        if size > cap:
-            msg = f"the tensor has {size} elements, over the {cap}-element drill-down limit"
-            raise LookupError(msg)
-        return np.array(st.load(rec, np.float64)), rec.dtype
-    finally:
-        st.close()
-
-
 def build_detail(
     row: Mapping[str, Any],
     position: int,
     table: Table,
     info: ComparisonInfo,
-    bench: Path | str | None,
-    target: Path | str | None,
+    load: Callable[[str, int], tuple[np.ndarray, str] | str],
     limits: DetailLimits | None,
 ) -> OpDetail:
-    """Assemble :class:`OpDetail` for one row (see the module docstring)."""
+    """Assemble :class:`OpDetail` for one row (see the module docstring).
+
+    ``load(side, max_elements)`` is :meth:`ComparisonStore.tensor` for this row: the tensor
+    (float64) and its dtype, or why it cannot be had (a one-line note).
+    """
     lim = limits or DetailLimits()
     advice = tuple(a for a in info.advice if a.row == position)
     op_rows = tuple(table.op_rows(position))
@@ -313,18 +274,12 @@ def build_detail(
     if row.get("match") == "unmatched" or row.get("mode") != "tensor":
         why = "it is unmatched" if row.get("match") == "unmatched" else "no full tensors"
         return _with_note(empty, f"Element-wise detail is not available: {why}.")
-    rank, step = int(row.get("rank") or 0), info.step
     sides = []
-    for label, path, index in (
-        ("bench", bench, row.get("index")),
-        ("target", target, row.get("index_target")),
-    ):
-        if path is None:
-            return _with_note(empty, f"The {label} dump was not found; only the row is shown.")
-        try:
-            sides.append(_load(path, rank, step, index, str(row["tensor"]), lim.max_elements))
-        except (LookupError, TensorsightError, OSError, ValueError) as exc:
-            return _with_note(empty, f"The {label} tensor could not be loaded: {exc}.")
+    for label in ("bench", "target"):
+        got = load(label, lim.max_elements)
+        if isinstance(got, str):
+            return _with_note(empty, got)
+        sides.append(got)
     (b, b_dtype), (t, t_dtype) = sides
     sb, stt = summarize(b, b_dtype), summarize(t, t_dtype)
     if b.shape != t.shape:
@@ -348,29 +303,3 @@ def _with_note(d: OpDetail, note: str) -> OpDetail:
     from dataclasses import replace
 
     return replace(d, note=note)
-
-
-def run_replay(
-    row: Any, bench: Path | str | None, target: Path | str | None, step: int | None
-) -> ReplayInfo:
-    """Replay ``row`` (an ``OpComparison``) with :func:`tensorsight.compare.replay.replay`."""
-    from tensorsight.compare.replay import replay
-    from tensorsight.errors import InputFileError
-
-    if bench is None or target is None:
-        msg = (
-            f"Replay of {row.key!r}: the {'bench' if bench is None else 'target'} dump was not "
-            "found. Expected the dump folders the comparison names."
-        )
-        raise InputFileError(msg)
-    r = replay(row, bench, target, step=step)
-    return ReplayInfo(
-        r.op,
-        r.tensor,
-        r.dtype,
-        r.replay_vs_float64,
-        r.target_vs_float64,
-        r.bench_vs_float64,
-        r.target_vs_replay,
-        r.op_explains_error,
-    )

@@ -1,7 +1,7 @@
 """Build the side-by-side trace of one comparison and page its visible lines.
 
 What a trace is, and every type it answers with, is specified in
-:mod:`tensorsight.data._comparison_trace_types`. :class:`Trace` is built once per comparison
+:mod:`tensorsight.board.views.comparison.trace_types`. :class:`Trace` is built once per comparison
 file from its rows (one pass: group the rows into ops, merge both execution orders, emit
 headers as module scopes are entered, add up each header's ops when it closes); a query walks
 the line list once, skipping folded subtrees, and the last few answers are cached.
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tensorsight.data._comparison_trace_types import (
+from tensorsight.board.views.comparison.trace_types import (
     MAX_DIFFS,
     MAX_TEXT,
     STATUSES,
@@ -25,10 +25,11 @@ from tensorsight.data._comparison_trace_types import (
     TraceQuery,
     Upstream,
 )
+from tensorsight.data import VERDICTS
 
 __all__ = ["Trace"]
 
-_RANK = {"pass": 0, "warning": 1, "error": 2}
+_RANK = {v: i for i, v in enumerate(VERDICTS)}  # pass < warning < error
 _STATUSES = STATUSES
 
 

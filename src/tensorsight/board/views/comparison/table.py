@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from tensorsight.data import VERDICTS
+
 __all__ = ["SCHEMA_VERSION", "ModuleNode", "RowPage", "RowQuery", "Table"]
 
 SCHEMA_VERSION = 1
-_VERDICT_RANK = {"pass": 0, "warning": 1, "error": 2}
+_VERDICT_RANK = {v: i for i, v in enumerate(VERDICTS)}  # pass < warning < error
 _TEXT = ("op", "module_path", "direction", "tensor", "verdict", "reason", "match", "mechanism")
 
 

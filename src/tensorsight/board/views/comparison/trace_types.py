@@ -27,7 +27,8 @@ tensor, likewise for the target; an op with neither is a bench op when it has no
 Lines have a stable ``id`` (their position in the fully expanded trace) so a client can say
 which headers it folded; :class:`TraceQuery` picks directions, the default fold and the
 toggled headers, and one window of the visible lines. This module holds the wire types (their
-docstrings are the spec); :mod:`tensorsight.data._comparison_trace` builds and pages the trace.
+docstrings are the spec); :mod:`tensorsight.board.views.comparison.trace` builds and pages
+the trace.
 """
 
 from __future__ import annotations

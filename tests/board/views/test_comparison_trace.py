@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tensorsight.data import ComparisonStore, TraceQuery
-from tensorsight.data._comparison_trace import Trace
-from tensorsight.data._comparison_trace_types import MAX_DIFFS
+from tensorsight.board.views.comparison import rows, table, trace_page, upstream
+from tensorsight.board.views.comparison.trace import Trace
+from tensorsight.board.views.comparison.trace_types import MAX_DIFFS, TraceQuery
+from tensorsight.data import ComparisonStore
 
 STRUCTURES = ("autocast", "extra-call", "missing-module", "same")
 
@@ -78,7 +79,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> ComparisonStore:
 
 
 def everything(store: ComparisonStore, name: str, **kw):
-    return store.trace(f"compare/{name}", TraceQuery(fold="none", limit=10**6, **kw))
+    return trace_page(store, f"compare/{name}", TraceQuery(fold="none", limit=10**6, **kw))
 
 
 def ops(page, status: str | None = None):
@@ -168,16 +169,16 @@ def test_a_missing_module_is_a_scope_present_on_the_bench_side_only(store) -> No
     # the first divergence comes after the missing op: the board says so
     info = store.info("compare/missing-module")
     assert info.first_divergence is not None
-    up = store.upstream("compare/missing-module", info.first_divergence)
+    up = upstream(store, "compare/missing-module", info.first_divergence)
     assert up.count >= 1
     assert up.side == "bench"
     assert up.op == "aten.native_layer_norm.default"
     assert up.module_path == "Net.norm"
-    assert store.row("compare/missing-module", up.position)["op"] == up.op
+    assert table(store, "compare/missing-module").row(up.position)["op"] == up.op
 
 
 def test_same_structure_folds_to_a_few_lines(store) -> None:
-    folded = store.trace("compare/same", TraceQuery())
+    folded = trace_page(store, "compare/same", TraceQuery())
     assert folded.diffs == ()
     assert folded.counts["matched"] == folded.counts["bench_ops"] == folded.counts["target_ops"]
     assert all(line.status in ("matched", "same") for line in folded.lines)
@@ -193,10 +194,10 @@ def test_same_structure_folds_to_a_few_lines(store) -> None:
 
 def test_folds_toggles_and_jumping_to_a_row(store) -> None:
     name = "compare/extra-call"
-    first = store.trace(name, TraceQuery())
+    first = trace_page(store, name, TraceQuery())
     scope = next(line for line in first.lines if line.kind == "scope" and line.folded)
     assert scope.status == "same"
-    opened = store.trace(name, TraceQuery(toggles=frozenset({scope.id})))
+    opened = trace_page(store, name, TraceQuery(toggles=frozenset({scope.id})))
     at = [line.id for line in opened.lines].index(scope.id)
     assert not opened.lines[at].folded
     inside = list(takewhile(lambda x: x.depth > scope.depth, opened.lines[at + 1 :]))
@@ -208,44 +209,44 @@ def test_folds_toggles_and_jumping_to_a_row(store) -> None:
     # a differing scope starts open; toggling folds it and lists it as a difference
     diff_scope = next(line for line in first.lines if line.kind == "scope" and not line.folded)
     assert diff_scope.status == "differs"
-    shut = store.trace(name, TraceQuery(toggles=frozenset({diff_scope.id})))
+    shut = trace_page(store, name, TraceQuery(toggles=frozenset({diff_scope.id})))
     line = next(x for x in shut.lines if x.id == diff_scope.id)
     assert line.folded
     assert line.line in shut.diffs
     assert shut.total < first.total
     # jump to a row hidden in a folded scope: its headers open and its op is the focus
-    page = store.trace(name, TraceQuery(limit=5, at=scope.position))
+    page = trace_page(store, name, TraceQuery(limit=5, at=scope.position))
     assert scope.id in page.toggles
     assert page.focus is not None
     assert page.offset <= page.focus < page.offset + len(page.lines)
     focused = page.lines[page.focus - page.offset]
     assert focused.kind == "op"
     assert focused.path.startswith(scope.path)
-    row = store.row(name, scope.position)
+    row = table(store, name).row(scope.position)
     assert (row["module_path"], row["op"]) == (focused.path, focused.label)
     # jumping from a state where the scope is already open keeps it open
-    again = store.trace(name, TraceQuery(toggles=frozenset(page.toggles), at=scope.position))
+    again = trace_page(store, name, TraceQuery(toggles=frozenset(page.toggles), at=scope.position))
     assert again.toggles == page.toggles
     with pytest.raises(KeyError):
-        store.trace(name, TraceQuery(at=10**6))
+        trace_page(store, name, TraceQuery(at=10**6))
 
 
 def test_paging_diffs_and_directions(store) -> None:
     name = "compare/autocast"
-    full = store.trace(name, TraceQuery(fold="none", limit=1000))
+    full = trace_page(store, name, TraceQuery(fold="none", limit=1000))
     pages = [
-        store.trace(name, TraceQuery(fold="none", offset=o, limit=7))
+        trace_page(store, name, TraceQuery(fold="none", offset=o, limit=7))
         for o in range(0, full.total, 7)
     ]
     assert [line.id for p in pages for line in p.lines] == [line.id for line in full.lines]
     assert all(len(p.lines) <= 7 for p in pages)
     assert [full.lines[d].status for d in full.diffs] == ["target"] * len(full.diffs)
     assert len(full.diffs) == full.counts["target"]
-    back = store.trace(name, TraceQuery(fold="none", directions=("backward",), limit=1000))
+    back = trace_page(store, name, TraceQuery(fold="none", directions=("backward",), limit=1000))
     assert {line.direction for line in back.lines} == {"backward"}
     assert back.counts["matched"] < full.counts["matched"]
     # a toggle naming no header (or out of range) is ignored
-    odd = store.trace(name, TraceQuery(toggles=frozenset({-5, 10**6}), limit=1000))
+    odd = trace_page(store, name, TraceQuery(toggles=frozenset({-5, 10**6}), limit=1000))
     assert odd.toggles == ()
 
 
@@ -337,13 +338,13 @@ def test_multi_rank_and_partial_ops() -> None:
 def test_budget_ratio_column_and_op_rows(store) -> None:
     name = "compare/missing-module"
     info = store.info(name)
-    first = store.row(name, info.first_divergence)
+    first = table(store, name).row(info.first_divergence)
     assert first["budget_ratio"] == pytest.approx(first["error"] / first["budget"])
     assert first["budget_ratio"] > 1
-    from tensorsight.data import RowQuery
+    from tensorsight.board.views.comparison.table import RowQuery
 
-    worst = store.rows(name, RowQuery(sort="budget_ratio", descending=True, limit=3)).rows
+    worst = rows(store, name, RowQuery(sort="budget_ratio", descending=True, limit=3)).rows
     assert worst[0]["budget_ratio"] >= worst[1]["budget_ratio"]
     assert all(math.isfinite(r["budget_ratio"]) or r["budget_ratio"] == math.inf for r in worst)
-    unmatched = store.rows(name, RowQuery(match="unmatched", limit=1)).rows[0]
+    unmatched = rows(store, name, RowQuery(match="unmatched", limit=1)).rows[0]
     assert unmatched["budget_ratio"] is None
