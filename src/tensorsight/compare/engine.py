@@ -712,7 +712,10 @@ class _Measure:
         rt = _range(t, xt)
         pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)
         shown = self._shown
-        out: dict[str, Any] = {_attr(k): (v if k in shown else None) for k, v in pm.values.items()}
+        names = _ATTRS
+        out: dict[str, Any] = {
+            names.get(k) or _attr(k): (v if k in shown else None) for k, v in pm.values.items()
+        }
         out.update(
             min_bench=rb[0],
             max_bench=rb[1],
@@ -754,6 +757,9 @@ class _Measure:
                 found[token] = layout.MECHANISM if same else None
             rows[k] = row.evolve(mechanism=found.get(token))
         self.layout.clear()
+
+
+_ATTRS = {k: attr_name(k) for k in BUILTIN_KEYS}  # the kernel's keys: one look-up each
 
 
 @functools.cache
