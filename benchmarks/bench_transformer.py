@@ -9,7 +9,11 @@ one forward + backward + AdamW step. Two measurements:
    (process start, imports, reports csv+json). The anchor reads the same bytes: a child
    process that imports numpy and reads every shard of both dumps (``numpy.fromfile``) and
    sums it as float32 -- the least any comparison of the stored tensors must do. Goal:
-   >= 1 GB/s, bytes of both dumps over the CLI's wall time.
+   >= 1 GB/s, bytes of both dumps over the CLI's wall time. msprobe's compare reads only
+   msprobe's own dumps, so it cannot be the anchor here: with
+   ``TENSORSIGHT_BENCH_BASELINE=<another checkout's src folder>`` the same command of that
+   tree runs interleaved with this one (before/after on the same pair and load); without
+   it the note repeats the previous figure (:data:`PREVIOUS`).
 2. The training step dumped in statistics mode (level op) against the plain step, in
    alternating rounds in this process, the dump's close counted. Goal: <= x1.5. Once in
    wall time per step, once as blocks of steps with the close inside, in the process's CPU
@@ -119,6 +123,9 @@ _READ = textwrap.dedent(
 
 
 ANCHOR = "numpy: read + sum every shard (anchor)"
+BASELINE = "tensorsight compare, baseline tree (csv+json)"
+#: The last figure recorded before this benchmark ran against a baseline tree (CHANGELOG).
+PREVIOUS = "0.11 GB/s wall, 0.44 GB per CPU-second (load 12.8 on 2 CPUs)"
 
 
 def _files(folder: Path) -> list[Path]:
@@ -131,6 +138,7 @@ def _compare(h: Harness, tmp: Path) -> None:
         subprocess.run(argv, check=True, capture_output=True)
     files = _files(tmp / "fp32") + _files(tmp / "bf16")
     size = sum(p.stat().st_size for p in files)
+    per_side = {s: sum(p.stat().st_size for p in _files(tmp / s)) for s in ("fp32", "bf16")}
     shards = [str(p) for p in files if p.suffix == ".safetensors"]
     os.sync()
     cpu: list[float] = []
@@ -143,14 +151,20 @@ def _compare(h: Harness, tmp: Path) -> None:
     # compile tensorsight's modules again), after one run that writes it
     env = {"PYTHONDONTWRITEBYTECODE": ""}
     subprocess.run(argv, check=False, capture_output=True, env={**os.environ, **env})
+    base_src = os.environ.get("TENSORSIGHT_BENCH_BASELINE")
+    base_env = {**env, "PYTHONPATH": base_src} if base_src else None
+    base_argv = [*argv[:-4], "-o", str(tmp / "report_baseline"), *argv[-2:]]
+    if base_env is not None:  # its bytecode too
+        subprocess.run(base_argv, check=False, capture_output=True, env={**os.environ, **base_env})
+    base_cpu: list[float] = []
     for _ in range(h.repeat):  # interleaved, so load from other processes hits both alike
         before = os.times()
         ts = h.measure_command("tensorsight compare (csv+json)", argv, repeat=1, env=env)
-        after = os.times()
-        cpu.append(
-            after.children_user - before.children_user + after.children_system
-            - before.children_system
-        )  # fmt: skip
+        cpu.append(_children_cpu(before))
+        if base_env is not None:
+            before = os.times()
+            bs = h.measure_command(BASELINE, base_argv, repeat=1, env=base_env)
+            base_cpu.append(_children_cpu(before))
         anchor = h.measure_command(ANCHOR, [python(), "-c", _READ, *shards], repeat=1)
     h.compare(anchor.label)
     from tensorsight.compare.result import Comparison
@@ -158,9 +172,12 @@ def _compare(h: Harness, tmp: Path) -> None:
     result = Comparison.from_json(tmp / "report" / "comparison.json")
     errors = sum(r.verdict == "error" for r in result.rows)
     gb = size / 1e9
+    tensors = {s: _tensor_count(tmp / s) for s in ("fp32", "bf16")}
     h.note(
         f"dumps: GPT fp32 vs bf16 autocast, op level, tensor mode: {size / 1e6:,.0f} MB in "
-        f"both, {len(result.rows):,} rows, {errors} error rows (healthy run: 0 expected)"
+        f"both ({per_side['fp32'] / 1e6:,.0f} + {per_side['bf16'] / 1e6:,.0f} MB; "
+        f"{tensors['fp32']:,} + {tensors['bf16']:,} tensor rows), {len(result.rows):,} rows "
+        f"compared, {errors} error rows (healthy run: 0 expected)"
     )
     h.note(
         f"tensorsight compare, wall: {gb / ts.median:.2f} GB/s median, {gb / min(ts.seconds):.2f} "
@@ -169,6 +186,37 @@ def _compare(h: Harness, tmp: Path) -> None:
         f"CPU-second; anchor {gb / anchor.median:.2f} GB/s; load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; goal >= 1 GB/s wall"
     )
+    if base_env is None:
+        h.note(f"previous figure (no TENSORSIGHT_BENCH_BASELINE given): {PREVIOUS}")
+    else:
+        h.note(
+            f"baseline tree {base_src}: wall {gb / bs.median:.2f} GB/s median (this tree "
+            f"{gb / ts.median:.2f}); CPU min {min(base_cpu):.3f} s = {gb / min(base_cpu):.2f} "
+            f"GB per CPU-second (this tree {min(cpu):.3f} s = {gb / min(cpu):.2f}), "
+            f"interleaved, {len(cpu)} runs each; reports byte for byte the same: "
+            f"{_same_reports(tmp / 'report', tmp / 'report_baseline')}"
+        )
+
+
+def _same_reports(a: Path, b: Path) -> bool:
+    names = ("comparison.csv", "comparison.json")
+    return all((a / n).read_bytes() == (b / n).read_bytes() for n in names)
+
+
+def _children_cpu(before: os.times_result) -> float:
+    """User + system CPU seconds of the children reaped since ``before``."""
+    after = os.times()
+    return (
+        after.children_user - before.children_user + after.children_system
+        - before.children_system
+    )  # fmt: skip
+
+
+def _tensor_count(folder: Path) -> int:
+    from tensorsight.dumpformat.reader import read_dump
+
+    d = read_dump(folder)
+    return sum(len(d.step(r).rows) for r in d.ranks)
 
 
 def _statistics(h: Harness) -> None:

@@ -198,3 +198,51 @@ def test_copying_a_dump_keeps_it_readable(small_dump, tmp_path):
     np.testing.assert_array_equal(a.load(a.rows[-1]), b.load(b.rows[-1]))
     a.close()
     b.close()
+
+
+def test_plain_header_entries_check_as_the_full_check_does(tmp_path):
+    """The shard header's quick check (``_plain_entry``) gives the full check's entry for
+    plain ones and declines anything unusual, which the full check then names."""
+    from tensorsight.dumpformat import _safetensors
+
+    path = tmp_path / "t.safetensors"
+    arrays = {
+        "a": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "b": np.zeros((0, 4), dtype=np.float64),
+        "c": np.array(3, dtype=np.int64),
+    }
+    entries = [
+        ShardEntry(k, str(v.dtype), v.shape, memoryview(v.tobytes())) for k, v in arrays.items()
+    ]
+    write_shard(path, entries, {"who": "test"})
+    shard = ShardFile(path)
+    room = shard._size - shard._start
+    raw = json.loads(bytes(shard._buf[8 : shard._start]))
+    raw.pop("__metadata__", None)
+    for key, info in raw.items():
+        assert _safetensors._plain_entry(info, room) == shard._entry(key, info)
+    info = raw["a"]
+    odd = [
+        {**info, "shape": [True, 3]},
+        {**info, "shape": [2.0, 3]},
+        {**info, "shape": [-2, -3]},
+        {**info, "data_offsets": [float(o) for o in info["data_offsets"]]},
+        {**info, "data_offsets": [info["data_offsets"][0], room + 24]},
+        {**info, "data_offsets": [info["data_offsets"][0], info["data_offsets"][1] - 4]},
+        {**info, "dtype": "Q9"},
+        {**info, "dtype": ["F32"]},
+        [info],
+    ]
+    for bad in odd:
+        assert _safetensors._plain_entry(bad, room) is None
+    shard.close()
+
+
+def test_op_table_reads_as_pyarrow_parquet_reads_it(small_dump):
+    """The op table read without importing ``pyarrow.parquet`` is its ``ParquetFile`` read."""
+    import pyarrow.parquet as pq
+
+    from tensorsight.dumpformat import _table
+
+    step = next(small_dump.rglob("ops.parquet"))
+    assert _table._read_parquet(step).equals(pq.ParquetFile(step).read())

@@ -294,6 +294,42 @@ _META_ROOM = 512  # header bytes kept free for the "__metadata__" entry
 MAX_HEADER_BYTES = 100_000_000
 
 
+def _widths() -> dict[str, int]:
+    """Bytes per element of every dtype code a shard may hold."""
+    out = {}
+    for code, name in _CODE_TO_NAME.items():
+        with contextlib.suppress(DumpFormatError):
+            out[code] = numpy_dtype(name).itemsize
+    return out
+
+
+_WIDTHS = _widths()
+
+
+def _plain_entry(info: Any, room: int) -> dict[str, Any] | None:
+    """:meth:`ShardFile._entry` of an entry made of plain ints inside ``room`` bytes, or
+    ``None`` for any other (``_entry`` then checks it and names what is wrong)."""
+    if type(info) is not dict:
+        return None
+    code, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if type(code) is not str or type(shape) is not list or type(offsets) is not list:
+        return None
+    width = _WIDTHS.get(code)
+    if width is None or len(shape) > _check.MAX_DIMS or len(offsets) != 2:
+        return None
+    numel = 1
+    for d in shape:
+        if type(d) is not int or not 0 <= d <= _check.MAX_NUMEL:
+            return None
+        numel *= d
+    begin, end = offsets
+    if type(begin) is not int or type(end) is not int or numel > _check.MAX_NUMEL:
+        return None
+    if not 0 <= begin <= end <= room or end - begin != numel * width:
+        return None
+    return {"dtype": code, "shape": list(shape), "data_offsets": [begin, end]}
+
+
 class ShardFile:
     """A memory-mapped safetensors file; :meth:`get` returns zero-copy numpy views.
 
@@ -342,8 +378,11 @@ class ShardFile:
         self.metadata: dict[str, str] = meta
         self._start = 8 + n
         self._size = size
+        room = size - self._start
+        # the common entry passes _plain_entry's few type tests; any other goes through
+        # _entry, which names what is wrong (thousands of entries a shard)
         self.header: dict[str, dict[str, Any]] = {
-            key: self._entry(key, info) for key, info in header.items()
+            key: _plain_entry(info, room) or self._entry(key, info) for key, info in header.items()
         }
         # key -> (numpy dtype, count, byte offset, shape, dtype name): get_raw's look-ups
         self._views: dict[str, tuple[np.dtype[Any], int, int, tuple[int, ...], str]] = {}

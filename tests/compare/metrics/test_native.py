@@ -591,3 +591,34 @@ def test_cosine_and_scale_fit_when_a_chunk_starts_with_an_outlier():
     c = _agree(bench, target)
     n_ref = compare_arrays(bench, target, native=False)
     assert c.scale_fit == pytest.approx(n_ref.scale_fit, rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 192, 4096, NATIVE_CHUNK_ELEMS])
+def test_one_chunk_call_gives_the_bits_of_the_general_path(monkeypatch, dtype, n):
+    """A pair of one chunk is one direct call (``kernel.ONE_CALL``): every value, the
+    counts and the scale fit are the bits the general (thread-split) path gives, also for
+    a chunk holding NaN/Inf at the same places on both sides (the numpy chunk)."""
+    from tensorsight.compare.metrics import kernel
+
+    rng = np.random.default_rng(n)
+    y = rng.standard_normal(n).astype(dtype)
+    x = (y * (1 + 1e-3 * rng.standard_normal(n))).astype(dtype)
+    pairs = [(y, x, None, None)]
+    if n > 1:
+        yb, xb = y.copy(), x.copy()
+        yb[::5], xb[::5] = np.nan, np.nan
+        pairs.append((yb, xb, None, None))
+    pairs.append((y, x, (-1.0, 1.0), (-1.5, 2.0)))  # known ranges, as a dump's statistics
+    for yy, xx, rb, rt in pairs:
+        got = {}
+        for one_call in (True, False):
+            monkeypatch.setattr(kernel, "ONE_CALL", one_call)
+            m = compare_arrays(yy, xx, bench_range=rb, target_range=rt)
+            got[one_call] = (
+                [m.values[k] for k in KERNEL_KEYS],
+                m.numel, m.nonfinite_bench, m.nonfinite_target, m.nonfinite_mismatch,
+                m.scale_fit,
+            )  # fmt: skip
+        # as text: NaN metrics (a pair with NaN) compare equal, and -0.0 stays apart
+        assert repr(got[True]) == repr(got[False])
