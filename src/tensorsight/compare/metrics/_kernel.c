@@ -30,7 +30,13 @@
  * second reading the first's float64 copy from L1), so no accumulator spills to the
  * stack. Measured on an AMD EPYC (Zen 5, KVM), one thread, thread CPU time: AVX-512 ~9.4
  * cycles per 4 elements, AVX2 ~14.6 (~15.2 with the KL form chosen per vector, ~18 before
- * the two passes; ~5.3 on runs equal bit for bit), portable ~80 (was ~105). Each loop is
+ * the two passes; ~5.3 on runs equal bit for bit), portable ~80 (was ~105). On an Intel Xeon
+ * (Ice Lake server, KVM, 2.8 GHz) the 256-bit divider binds where Zen 5's does not: one
+ * vdivpd ymm per pass takes ~8 cycles and seems to hold port 0 for part of them, so the
+ * error pass (~7.7 cycles per 4 elements) sits at the divider's bound and the moments pass
+ * (~12.7) at the two FP ports' one; only operations taken off the moments pass count there
+ * (moving the bench side's moments into the error pass gained nothing, deriving sum x*y
+ * gained ~3 %: AVX2 1.69 -> 1.62 ns per element, min of interleaved runs in L2). Each loop is
  * compiled with a per-function target attribute, so only the functions the CPU can run
  * are ever called.
  * Both explicit loops are bound by their vector operations, not by memory: on that EPYC a
