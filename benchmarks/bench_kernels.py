@@ -10,7 +10,9 @@ One thread, one call over the same data for every case, timed in this thread's C
 - the dump statistics kernel (``dumpformat/_stats_kernel.c``: min, max, sum, sum of squares of
   a float32 and a bfloat16 buffer).
 
-The note lines name the CPU, its vector features and the loop ``auto`` picks. On a CPU with
+The note lines name the CPU, its vector features and the loop ``auto`` picks, and give each
+metric loop's share of ``numpy.sum``'s bandwidth from the medians and from the fastest runs
+(less moved by other processes on a shared machine). On a CPU with
 AVX-512, the ``avx2`` rows approximate an AVX2-only machine of the same clock (not its memory
 or core layout).
 """
@@ -105,11 +107,14 @@ def run(h: Harness) -> None:
         f"auto runs {auto.isa if auto is not None else 'numpy (TENSORSIGHT_KERNEL=numpy)'}; "
         f"data: 2 x {n:,} float32 = {pair / 1e6:.0f} MB, one thread, timed in its CPU time"
     )
+    fastest = min(s.seconds)
     for isa in loops:
-        k = h.results[f"metric kernel, {isa}"].median
+        r = h.results[f"metric kernel, {isa}"]
+        k = r.median
         h.note(
             f"metric kernel {isa}: {pair / k / 1e6:,.0f} MB/s = {rounds['pair'] / k:.0%} of "
-            f"numpy.sum ({pair / rounds['pair'] / 1e6:,.0f} MB/s)"
+            f"numpy.sum ({pair / rounds['pair'] / 1e6:,.0f} MB/s; medians); fastest runs: "
+            f"{fastest / min(r.seconds):.0%}"
         )
     for dtype, a in buffers.items():
         ref = h.results[f"numpy.sum, {dtype}"].median

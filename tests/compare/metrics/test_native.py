@@ -622,3 +622,62 @@ def test_one_chunk_call_gives_the_bits_of_the_general_path(monkeypatch, dtype, n
             )  # fmt: skip
         # as text: NaN metrics (a pair with NaN) compare equal, and -0.0 stays apart
         assert repr(got[True]) == repr(got[False])
+def _sum_xy(kernel, x, y):
+    """The pass's sum of x*y (acc[4]) over one chunk, shifted by its first elements."""
+    fn = kernel.f32 if x.dtype == np.float32 else kernel.f64
+    acc = np.zeros(18)
+    lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
+    scale = 1 / (hi - lo)
+    fn(x.ctypes.data, y.ctypes.data, x.size, float(x[0]), float(y[0]), lo, scale, lo, scale,
+       2.0**-126, acc.ctypes.data)  # fmt: skip
+    return float(acc[4])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sides", ["close", "opposite", "unrelated"])
+def test_sum_xy_is_derived_while_the_sides_are_near_proportional(kernel, dtype, sides):
+    """AVX2 derives sum x*y from the sums of squares and of (x - y)^2 per block while the
+    result is at least 1/16 of sum x^2 + sum y^2, and sums it directly otherwise: either
+    way it agrees with the exact sum, and so do cosine and the scale fit."""
+    rng = np.random.default_rng(19)
+    n = 3 * 8192 + 13  # three whole blocks and one of 13 elements
+    x = (rng.standard_normal(n) + 0.5).astype(dtype)
+    noise = rng.standard_normal(n)
+    y = {
+        "close": x * (1 + 1e-3 * noise),
+        "opposite": -x * (1 + 1e-3 * noise),
+        "unrelated": noise,
+    }[sides].astype(dtype)
+    _native.path_counts(reset=True)
+    got = _sum_xy(kernel, x, y)
+    counts = _native.path_counts(reset=True)
+    exact = float(np.sum(x.astype(np.longdouble) * y.astype(np.longdouble)))
+    assert got == pytest.approx(exact, rel=1e-11, abs=1e-9)
+    c = _agree(y, x)
+    assert c.values["cosine"] == pytest.approx(
+        compare_arrays(y, x, native=False).values["cosine"], rel=1e-11, abs=1e-15
+    )
+    blocks = 4
+    if kernel.isa != "avx2":  # they sum x*y directly, with no counter
+        assert (counts["xy_derived"], counts["xy_direct"]) == (0, 0)
+    elif sides == "unrelated":
+        assert (counts["xy_derived"], counts["xy_direct"]) == (0, blocks)
+    else:
+        assert (counts["xy_derived"], counts["xy_direct"]) == (blocks, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_ulp_is_zero_when_the_only_differences_are_signs_of_zero(dtype):
+    """The AVX2 error pass scales |x - y| by 2**(1 - E) with an integer add to its exponent
+    bits, which turns d = 0 into a tiny non-zero value: the pass discards it, so lanes equal
+    beside zeros of either sign still give a max ulp of exactly 0, and real errors beside
+    them stay exact."""
+    bench = np.tile(np.array([1.5, 2.0, -3.0, 4.0, 0.0, 0.0, 0.0, 0.0], dtype=dtype), 3000)
+    target = bench.copy()
+    target[4::8] = -0.0  # not equal bit for bit, so no run takes the equal-run path
+    c = _agree(bench, target)
+    assert c.values["max_ulp"] == 0.0
+    assert c.values["max_abs_err"] == 0.0
+    target[5001] = np.nextafter(bench[5001], dtype(np.inf))
+    c = _agree(bench, target)
+    assert c.values["max_ulp"] == pytest.approx(1.0, rel=1e-12)

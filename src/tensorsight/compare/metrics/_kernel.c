@@ -30,7 +30,13 @@
  * second reading the first's float64 copy from L1), so no accumulator spills to the
  * stack. Measured on an AMD EPYC (Zen 5, KVM), one thread, thread CPU time: AVX-512 ~9.4
  * cycles per 4 elements, AVX2 ~14.6 (~15.2 with the KL form chosen per vector, ~18 before
- * the two passes; ~5.3 on runs equal bit for bit), portable ~80 (was ~105). Each loop is
+ * the two passes; ~5.3 on runs equal bit for bit), portable ~80 (was ~105). On an Intel Xeon
+ * (Ice Lake server, KVM, 2.8 GHz) the 256-bit divider binds where Zen 5's does not: one
+ * vdivpd ymm per pass takes ~8 cycles and seems to hold port 0 for part of them, so the
+ * error pass (~7.7 cycles per 4 elements) sits at the divider's bound and the moments pass
+ * (~12.7) at the two FP ports' one; only operations taken off the moments pass count there
+ * (moving the bench side's moments into the error pass gained nothing, deriving sum x*y
+ * gained ~3 %: AVX2 1.69 -> 1.62 ns per element, min of interleaved runs in L2). Each loop is
  * compiled with a per-function target attribute, so only the functions the CPU can run
  * are ever called.
  * Both explicit loops are bound by their vector operations, not by memory: on that EPYC a
@@ -69,12 +75,14 @@
  *   1 a block's raw sum of squares summed again directly (an outlier shift)
  *   2 an AVX2 run whose two sides are equal bit for bit (TS_AVX2_EQUAL)
  *   3 an AVX2 run whose KL sum was summed again with the form chosen per vector
- * ts_path_counts copies them into out[0..3] and, when reset is non-zero, zeroes them. */
-static int64_t ts_counts[4];
+ *   4 an AVX2 block's sum x*y derived from its sums of squares (TS_XY_SUM)
+ *   5 an AVX2 block's sum x*y summed directly (the sides far from proportional)
+ * ts_path_counts copies them into out[0..5] and, when reset is non-zero, zeroes them. */
+static int64_t ts_counts[6];
 #define TS_COUNT(i) __atomic_fetch_add(&ts_counts[(i)], 1, __ATOMIC_RELAXED)
 
 void ts_path_counts(int64_t *out, int reset) {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         out[i] = reset ? __atomic_exchange_n(&ts_counts[i], 0, __ATOMIC_RELAXED)
                        : __atomic_load_n(&ts_counts[i], __ATOMIC_RELAXED);
     }
@@ -267,6 +275,27 @@ static inline void ts_add_block(double *acc, const double *b) {
         return NAME(p, n);                                                                \
     }
 
+/* Likewise the AVX2 loop derives sum x*y = (sum x^2 + sum y^2 - sum (x - y)^2) / 2 per block
+ * from the sums it has anyway (one FMA per vector fewer). Its error is a few roundings of
+ * sum x^2 + sum y^2 (the raw sums within ~1e-12 of the direct ones, see above), so it is kept
+ * only while |sum x*y| is at least 1/16 of that (a cosine above ~1/8: the common case, runs
+ * that agree); otherwise sum x*y is taken directly over the block, still in cache. Within the
+ * bound the derived sum is within ~2e-11 of the direct one, relatively. */
+#define TS_XY_SUM(NAME, CT, ATTR)                                                         \
+    ATTR static double NAME##_derived(const CT *x, const CT *y, int64_t n, double rxx,    \
+                                      double ryy, double sdd) {                           \
+        double r = rxx + ryy, xy = 0.5 * (r - sdd);                                       \
+        if (16.0 * (xy < 0 ? -xy : xy) >= r) {                                            \
+            TS_COUNT(4);                                                                  \
+            return xy;                                                                    \
+        }                                                                                 \
+        TS_COUNT(5);                                                                      \
+        double q = 0;                                                                     \
+        _Pragma("omp simd reduction(+:q)")                                                \
+        for (int64_t i = 0; i < n; i++) q += (double)x[i] * (double)y[i];                 \
+        return q;                                                                         \
+    }
+
 #define TS_BLOCKED(NAME, BLOCK, CT, ATTR)                                                   \
     ATTR static void NAME(const CT *x, const CT *y, int64_t n, double kx, double ky,       \
                           double xo, double xsc, double yo, double ysc, double ulp_floor,  \
@@ -297,6 +326,8 @@ void ts_log_ratio_portable(const double *u, const double *v, int64_t n, double *
 
 TS_RAW_SQ(ts_avx2_sq_f32, float, TS_AVX2)
 TS_RAW_SQ(ts_avx2_sq_f64, double, TS_AVX2)
+TS_XY_SUM(ts_avx2_xy_f32, float, TS_AVX2)
+TS_XY_SUM(ts_avx2_xy_f64, double, TS_AVX2)
 TS_RAW_SQ(ts_avx512_sq_f32, float, TS_AVX512)
 TS_RAW_SQ(ts_avx512_sq_f64, double, TS_AVX512)
 
@@ -401,13 +432,17 @@ TS_AVX2 static inline int64_t ts_hadd4_i64(__m256i a) {
 #define TS_SUB 1024
 
 typedef struct {
-    __m256d sx, sy, sxx, syy, sxy, ku, kd, ks;
+    __m256d sx, sy, sxx, syy, ku, kd, ks;
 } ts_mom4;
 
 typedef struct {
-    __m256d sdd, sad, mabs, arel, mrel, mulp;
+    __m256d sdd, sad, mabs, arel, mrel, mulp, mulp_exact;
     __m256i w;
 } ts_err4;
+
+/* the largest |d| 2**(1 - E) of the error pass's integer-add lanes: below 2**-900 it can
+   only come from lanes with d = 0 (see ts_avx2_err_f64), whose true value is 0 */
+static inline double ts_ulp_fast(double m) { return m < 0x1p-900 ? 0.0 : m; }
 
 #define TS_STORE_NONE(p, X, Y) ((void)0)
 #define TS_STORE_BUF(p, X, Y) (_mm256_store_pd((p), (X)), _mm256_store_pd((p) + TS_SUB, (Y)))
@@ -442,7 +477,7 @@ TS_AVX2 static inline __m256d ts_kl_short4(__m256d ks, __m256d u, __m256d s, __m
 #define TS_AVX2_MOM(T, CT, LOAD, STORE, FORM, NAME)                                         \
     TS_AVX2 __attribute__((noinline)) static __m256d NAME(const CT *x, const CT *y,          \
         int64_t n, const double *c, ts_mom4 *a, double *buf, uint32_t *zhi) {              \
-        __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy, sxy = a->sxy;         \
+        __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy;                       \
         __m256d ku = a->ku, kd = a->kd, ks = _mm256_setzero_pd();                         \
         __m256i zh = _mm256_setzero_si256();                                              \
         const __m256d KX = _mm256_set1_pd(c[0]), KY = _mm256_set1_pd(c[1]);               \
@@ -459,7 +494,6 @@ TS_AVX2 static inline __m256d ts_kl_short4(__m256d ks, __m256d u, __m256d s, __m
             sy = _mm256_add_pd(sy, ys);                                                    \
             sxx = _mm256_fmadd_pd(xs, xs, sxx);                                            \
             syy = _mm256_fmadd_pd(ys, ys, syy);                                            \
-            sxy = _mm256_fmadd_pd(X, Y, sxy);                                              \
             __m256d u = _mm256_max_pd(_mm256_fmadd_pd(xs, XSC, CX), E32);                  \
             __m256d v = _mm256_max_pd(_mm256_fmadd_pd(ys, YSC, CY), E32);                  \
             ku = _mm256_add_pd(ku, u);                                                     \
@@ -469,7 +503,7 @@ TS_AVX2 static inline __m256d ts_kl_short4(__m256d ks, __m256d u, __m256d s, __m
             zh = _mm256_max_epu32(zh, _mm256_castpd_si256(z));                             \
             ks = FORM(ks, u, v, s, z);                                                     \
         }                                                                                  \
-        a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->sxy = sxy;                  \
+        a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy;                                \
         a->ku = ku; a->kd = kd;                                                            \
         uint32_t w[8];                                                                     \
         _mm256_storeu_si256((__m256i *)w, zh);                                             \
@@ -498,7 +532,7 @@ TS_AVX2 static inline __m256d ts_kl_short4(__m256d ks, __m256d u, __m256d s, __m
     }                                                                                      \
     TS_AVX2 __attribute__((noinline)) static void ts_avx2_mom_same_##T(                     \
         const CT *x, int64_t n, const double *c, ts_mom4 *a) {                              \
-        __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy, sxy = a->sxy;         \
+        __m256d sx = a->sx, sy = a->sy, sxx = a->sxx, syy = a->syy;                       \
         __m256d ku = a->ku;                                                                \
         const __m256d KX = _mm256_set1_pd(c[0]);                                           \
         const __m256d CX = _mm256_set1_pd((c[0] - c[2]) * c[3]), XSC = _mm256_set1_pd(c[3]); \
@@ -511,10 +545,9 @@ TS_AVX2 static inline __m256d ts_kl_short4(__m256d ks, __m256d u, __m256d s, __m
             sy = _mm256_add_pd(sy, xs);                                                    \
             sxx = _mm256_fmadd_pd(xs, xs, sxx);                                            \
             syy = _mm256_fmadd_pd(xs, xs, syy);                                            \
-            sxy = _mm256_fmadd_pd(X, X, sxy);                                              \
             ku = _mm256_add_pd(ku, _mm256_max_pd(_mm256_fmadd_pd(xs, XSC, CX), E32));      \
         }                                                                                  \
-        a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->sxy = sxy; a->ku = ku;      \
+        a->sx = sx; a->sy = sy; a->sxx = sxx; a->syy = syy; a->ku = ku;                    \
     }
 
 #define TS_AVX2_PASSES(T, CT, LOAD, STORE)                                                  \
@@ -525,52 +558,66 @@ TS_AVX2 static inline __m256d ts_kl_short4(__m256d ks, __m256d u, __m256d s, __m
     TS_AVX2 __attribute__((noinline)) static void ts_avx2_err_##T(                          \
         const CT *x, const CT *y, int64_t n, double ulp_floor, ts_err4 *a) {               \
         __m256d sdd = a->sdd, sad = a->sad, mabs = a->mabs, arel = a->arel;                \
-        __m256d mrel = a->mrel, mulp = a->mulp;                                            \
+        __m256d mrel = a->mrel, mulp = a->mulp, mulp_exact = a->mulp_exact;                \
         __m256i w = a->w;                                                                  \
         const __m256d ABS = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL)); \
-        const __m256d E64 = _mm256_set1_pd(EPS64), FLOOR = _mm256_set1_pd(ulp_floor);    \
+        const __m256d FLOOR = _mm256_set1_pd(ulp_floor);                                   \
         const __m256d T1 = _mm256_set1_pd(1e-3), T5 = _mm256_set1_pd(5e-3);               \
-        const __m256d EXPMASK = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000LL)); \
+        const __m256i E64B = _mm256_set1_epi64x(0x3CB0000000000000LL); /* bits of EPS64 */ \
+        const __m256i EXPMASK = _mm256_set1_epi64x(0x7FF0000000000000LL);                 \
         const __m256i INVC = _mm256_set1_epi64x(0x7FF0000000000000LL);                    \
+        const __m256i QC = _mm256_set1_epi64x(0x4000000000000000LL);                      \
         const int floor_small = ulp_floor <= EPS64;                                        \
         for (int64_t i = 0; i < n; i += 4) {                                              \
             __m256d X = LOAD(x + i), Y = LOAD(y + i);                                      \
             __m256d d = _mm256_sub_pd(X, Y);                                               \
             sdd = _mm256_fmadd_pd(d, d, sdd);                                              \
             __m256d ad = _mm256_and_pd(d, ABS), ay = _mm256_and_pd(Y, ABS);                \
+            __m256i adb = _mm256_castpd_si256(ad), ayb = _mm256_castpd_si256(ay);          \
             sad = _mm256_add_pd(sad, ad);                                                  \
             mabs = _mm256_max_pd(mabs, ad);                                                \
-            __m256d big = _mm256_cmp_pd(ay, E64, _CMP_GT_OQ);                              \
+            /* the comparisons of values >= 0 compare their bits as int64 (the same order  \
+               for finite values; NaN and Inf make the sums non-finite, and the caller     \
+               recomputes such a chunk): vpcmpgtq runs on the shuffle port, beside the two \
+               FP ports this loop is bound by */                                           \
+            __m256i big = _mm256_cmpgt_epi64(ayb, E64B);                                   \
             __m256d r = _mm256_div_pd(ad, ay);                                             \
             /* msprobe's ratios as the reference defines them: |d| < t|y| (the product    \
                rounded once), and x = y always (0 vs 0 included; t|y| is 0 only where    \
                |y| <= eps) */                                                              \
-            __m256d c1 = _mm256_mul_pd(ay, T1), c5 = _mm256_mul_pd(ay, T5);                \
-            __m256d in1 = _mm256_cmp_pd(ad, c1, _CMP_LT_OQ);                               \
-            __m256d in5 = _mm256_cmp_pd(ad, c5, _CMP_LT_OQ);                               \
+            __m256i in1 = _mm256_cmpgt_epi64(_mm256_castpd_si256(_mm256_mul_pd(ay, T1)), adb); \
+            __m256i in5 = _mm256_cmpgt_epi64(_mm256_castpd_si256(_mm256_mul_pd(ay, T5)), adb); \
             /* |d| 2**(1 - floor(log2 max(|y|, floor))): exponent bits, exact, normal for  \
                every exponent (2**-E itself is subnormal at E = 1023); halved at the end */ \
-            __m256d e = _mm256_and_pd(ay, EXPMASK);                                        \
-            if (__builtin_expect(_mm256_movemask_pd(big) == 0xF && floor_small, 1)) {      \
-                /* every |y| > eps >= floor: no lane to mask, no floor to apply */         \
+            __m256i e = _mm256_and_si256(ayb, EXPMASK);                                    \
+            if (__builtin_expect(_mm256_movemask_pd(_mm256_castsi256_pd(big)) == 0xF &&    \
+                                 floor_small, 1)) {                                        \
+                /* every |y| > eps >= floor: no lane to mask, no floor to apply; |d| is 0  \
+                   or at least 2**(E - 106), normal, so the product by 2**(1 - E) is an   \
+                   integer add to its exponent field (no overflow while d*d is finite);   \
+                   a lane with d = 0 gets a value below 2**-969 (or < 0) instead of 0,    \
+                   where any other lane gets at least 2**-105: ts_ulp_fast zeroes it */    \
+                mulp = _mm256_max_pd(mulp, _mm256_castsi256_pd(                            \
+                                               _mm256_add_epi64(adb, _mm256_sub_epi64(QC, e)))); \
                 arel = _mm256_add_pd(arel, r);                                             \
                 mrel = _mm256_max_pd(mrel, r);                                             \
-            } else {                                                                       \
-                __m256d rb = _mm256_and_pd(big, r);                                        \
+            } else { /* exact products, kept apart from the lanes above */                \
+                __m256d rb = _mm256_and_pd(_mm256_castsi256_pd(big), r);                   \
                 arel = _mm256_add_pd(arel, rb);                                            \
                 mrel = _mm256_max_pd(mrel, rb);                                            \
-                __m256d z = _mm256_cmp_pd(ad, _mm256_setzero_pd(), _CMP_EQ_OQ);            \
-                in1 = _mm256_or_pd(in1, z);                                                \
-                in5 = _mm256_or_pd(in5, z);                                                \
-                e = _mm256_max_pd(e, FLOOR);                                               \
+                __m256i z = _mm256_castpd_si256(                                           \
+                    _mm256_cmp_pd(ad, _mm256_setzero_pd(), _CMP_EQ_OQ));                   \
+                in1 = _mm256_or_si256(in1, z);                                             \
+                in5 = _mm256_or_si256(in5, z);                                             \
+                __m256d ef = _mm256_max_pd(_mm256_castsi256_pd(e), FLOOR);                 \
+                __m256d inv = _mm256_castsi256_pd(                                         \
+                    _mm256_sub_epi64(INVC, _mm256_castpd_si256(ef)));                      \
+                mulp_exact = _mm256_max_pd(mulp_exact, _mm256_mul_pd(ad, inv));            \
             }                                                                              \
-            w = _mm256_sub_epi32(w, _mm256_blend_epi32(_mm256_castpd_si256(in1),           \
-                                                       _mm256_castpd_si256(in5), 0xAA));   \
-            __m256d inv = _mm256_castsi256_pd(_mm256_sub_epi64(INVC, _mm256_castpd_si256(e))); \
-            mulp = _mm256_max_pd(mulp, _mm256_mul_pd(ad, inv));                            \
+            w = _mm256_sub_epi32(w, _mm256_blend_epi32(in1, in5, 0xAA));                   \
         }                                                                                  \
         a->sdd = sdd; a->sad = sad; a->mabs = mabs; a->arel = arel; a->mrel = mrel;        \
-        a->mulp = mulp; a->w = w;                                                          \
+        a->mulp = mulp; a->mulp_exact = mulp_exact; a->w = w;                              \
     }
 
 /* The least form of log(u/v) (0 shorter, 1 short, 2 full series, 3 chosen per vector) that
@@ -615,8 +662,8 @@ TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
 
 #define TS_AVX2_BODY(T, ERR, X64, Y64)                                                         \
     const __m256d zero = _mm256_setzero_pd();                                              \
-    ts_mom4 m = {zero, zero, zero, zero, zero, zero, zero, zero};                          \
-    ts_err4 e = {zero, zero, zero, zero, zero, zero, _mm256_setzero_si256()};              \
+    ts_mom4 m = {zero, zero, zero, zero, zero, zero, zero};                                \
+    ts_err4 e = {zero, zero, zero, zero, zero, zero, zero, _mm256_setzero_si256()};              \
     const double c[6] = {kx, ky, xo, xsc, yo, ysc};                                       \
     double buf[2 * TS_SUB] __attribute__((aligned(32)));                                   \
     const int same_map = kx == ky && xo == yo && xsc == ysc;                               \
@@ -664,7 +711,6 @@ TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
     acc[TS_SY] = ts_hadd4(m.sy) + tail[TS_SY];                                             \
     acc[TS_SXX] = ts_hadd4(m.sxx) + tail[TS_SXX];                                          \
     acc[TS_SYY] = ts_hadd4(m.syy) + tail[TS_SYY];                                          \
-    acc[TS_SXY] = ts_hadd4(m.sxy) + tail[TS_SXY];                                          \
     acc[TS_SDD] = ts_hadd4(e.sdd) + tail[TS_SDD];                                          \
     acc[TS_SAD] = ts_hadd4(e.sad) + tail[TS_SAD];                                          \
     acc[TS_ACC_REL] = ts_hadd4(e.arel) + tail[TS_ACC_REL];                                 \
@@ -672,14 +718,16 @@ TS_AVX2_PASSES(f64, double, TS_LOAD4_F64, TS_STORE_NONE)
     acc[TS_MAX_REL] = ts_max(ts_hmax4(e.mrel), tail[TS_MAX_REL]);                          \
     acc[TS_WITHIN1] = (double)((int64_t)wc[0] + wc[2] + wc[4] + wc[6]) + tail[TS_WITHIN1]; \
     acc[TS_WITHIN5] = (double)((int64_t)wc[1] + wc[3] + wc[5] + wc[7]) + tail[TS_WITHIN5]; \
-    acc[TS_MAX_ULP_Q] = ts_max(0.5 * ts_hmax4(e.mulp), tail[TS_MAX_ULP_Q]);                \
+    acc[TS_MAX_ULP_Q] = ts_max(0.5 * ts_max(ts_ulp_fast(ts_hmax4(e.mulp)),                \
+                                            ts_hmax4(e.mulp_exact)), tail[TS_MAX_ULP_Q]);  \
     acc[TS_KL_U] = ts_hadd4(m.ku) + tail[TS_KL_U];                                         \
     acc[TS_KL_D] = ts_hadd4(m.kd) + tail[TS_KL_D];                                         \
     acc[TS_KL_S] = ts_hadd4(m.ks) + tail[TS_KL_S];                                         \
-    acc[TS_SXX_RAW] = ts_avx2_sq_##T##_derived(x, n4, kx, ts_hadd4(m.sx), ts_hadd4(m.sxx)) \
-                         + tail[TS_SXX_RAW];                                               \
-    acc[TS_SYY_RAW] = ts_avx2_sq_##T##_derived(y, n4, ky, ts_hadd4(m.sy), ts_hadd4(m.syy)) \
-                         + tail[TS_SYY_RAW];
+    double rxx = ts_avx2_sq_##T##_derived(x, n4, kx, ts_hadd4(m.sx), ts_hadd4(m.sxx));     \
+    double ryy = ts_avx2_sq_##T##_derived(y, n4, ky, ts_hadd4(m.sy), ts_hadd4(m.syy));     \
+    acc[TS_SXX_RAW] = rxx + tail[TS_SXX_RAW];                                              \
+    acc[TS_SYY_RAW] = ryy + tail[TS_SYY_RAW];                                              \
+    acc[TS_SXY] = ts_avx2_xy_##T##_derived(x, y, n4, rxx, ryy, ts_hadd4(e.sdd)) + tail[TS_SXY];
 
 TS_AVX2 static void ts_avx2_block_f32(const float *x, const float *y, int64_t n, double kx,
                                       double ky, double xo, double xsc, double yo, double ysc,

@@ -102,7 +102,14 @@ def features() -> frozenset[str] | None:
     return None if lib is None else cpu_features(lib)
 
 
-PATHS = ("squares_derived", "squares_direct", "equal_runs", "kl_redone")
+PATHS = (
+    "squares_derived",
+    "squares_direct",
+    "equal_runs",
+    "kl_redone",
+    "xy_derived",
+    "xy_direct",
+)
 """The names of the counters of :func:`path_counts`, in the order ``_kernel.c`` keeps them."""
 
 
@@ -111,8 +118,9 @@ def path_counts(*, reset: bool = False) -> dict[str, int]:
 
     For tests (``_kernel.c``'s ``ts_path_counts``): blocks whose raw sums of squares were
     derived from the shifted sums or summed directly, AVX2 runs whose sides were equal bit
-    for bit, AVX2 runs whose KL sum was redone. Shared by every thread; all zero without
-    a compiler.
+    for bit, AVX2 runs whose KL sum was redone, AVX2 blocks whose sum x*y was derived from
+    their sums of squares or summed directly (sides far from proportional). Shared by
+    every thread; all zero without a compiler.
     """
     lib = _library()
     out = (ctypes.c_int64 * len(PATHS))()
