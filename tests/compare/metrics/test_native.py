@@ -622,6 +622,8 @@ def test_one_chunk_call_gives_the_bits_of_the_general_path(monkeypatch, dtype, n
             )  # fmt: skip
         # as text: NaN metrics (a pair with NaN) compare equal, and -0.0 stays apart
         assert repr(got[True]) == repr(got[False])
+
+
 def _sum_xy(kernel, x, y):
     """The pass's sum of x*y (acc[4]) over one chunk, shifted by its first elements."""
     fn = kernel.f32 if x.dtype == np.float32 else kernel.f64
