@@ -11,24 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
-from tensorsight.data._comparison_trace_types import (
-    SideOp,
-    TraceLine,
-    TracePage,
-    TraceQuery,
-    Upstream,
-)
 from tensorsight.data._downsample import downsample_indices
 from tensorsight.data.audio import AudioClip
-from tensorsight.data.comparisons import (
-    AdviceInfo,
-    ComparisonInfo,
-    ComparisonStore,
-    ModuleNode,
-    RowPage,
-    RowQuery,
-)
 from tensorsight.data.custom_scalars import (
     LayoutCategory,
     LayoutChart,
@@ -39,7 +23,6 @@ from tensorsight.data.custom_scalars import (
 from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams
-from tensorsight.data.memory import InMemoryProvider
 from tensorsight.data.provider import (
     KINDS,
     SCHEMA_VERSION,
@@ -57,7 +40,42 @@ from tensorsight.summary.kinds.landscape import LandscapeRecord as LandscapeData
 from tensorsight.summary.kinds.pr_curve import PrCurveRecord as PrCurveData
 
 if TYPE_CHECKING:
+    from tensorsight.data._comparison_detail import DetailLimits, OpDetail, ReplayInfo
+    from tensorsight.data._comparison_trace_types import (
+        SideOp,
+        TraceLine,
+        TracePage,
+        TraceQuery,
+        Upstream,
+    )
+    from tensorsight.data.comparisons import (
+        AdviceInfo,
+        ComparisonInfo,
+        ComparisonStore,
+        ModuleNode,
+        RowPage,
+        RowQuery,
+    )
     from tensorsight.data.logdir import LogdirProvider
+    from tensorsight.data.memory import InMemoryProvider
+
+#: Names imported on first use (``tensorsight board`` starts without them): the summary
+#: reader behind LogdirProvider, the comparison store and its types, the in-memory provider.
+_LAZY: dict[str, str] = {
+    "LogdirProvider": "tensorsight.data.logdir",
+    "InMemoryProvider": "tensorsight.data.memory",
+    **dict.fromkeys(
+        ("AdviceInfo", "ComparisonInfo", "ComparisonStore", "ModuleNode", "RowPage", "RowQuery"),
+        "tensorsight.data.comparisons",
+    ),
+    **dict.fromkeys(
+        ("DetailLimits", "OpDetail", "ReplayInfo"), "tensorsight.data._comparison_detail"
+    ),
+    **dict.fromkeys(
+        ("SideOp", "TraceLine", "TracePage", "TraceQuery", "Upstream"),
+        "tensorsight.data._comparison_trace_types",
+    ),
+}
 
 __all__ = [
     "KINDS",
@@ -106,9 +124,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "LogdirProvider":  # imports the summary reader only when used
-        from tensorsight.data.logdir import LogdirProvider
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return LogdirProvider
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     msg = f"module 'tensorsight.data' has no attribute {name!r}"
     raise AttributeError(msg)

@@ -23,7 +23,6 @@ from tensorsight.board.views.base import (
     offload_json,
     require_param,
 )
-from tensorsight.data import DetailLimits, RowQuery, TraceQuery
 from tensorsight.errors import TensorsightError
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
-    from tensorsight.data import ComparisonStore, DataProvider
+    from tensorsight.data import ComparisonStore, DataProvider, DetailLimits, RowQuery, TraceQuery
 
 __all__ = [
     "MAX_PAGE",
@@ -186,6 +185,8 @@ def parse_trace_query(request: Request) -> TraceQuery:
     at = None
     if params.get("at"):
         at = int_param(request, "at", 0, 0, 10**9)
+    from tensorsight.data import TraceQuery  # the comparison store loads on first use
+
     return TraceQuery(
         directions=_choice(request, "direction", DIRECTIONS),
         fold=fold,
@@ -250,6 +251,8 @@ def parse_query(request: Request) -> RowQuery:
             msg = f"Query parameter 'rank': expected a non-negative integer, got {raw[:40]!r}."
             raise InvalidArgument(msg)
         ranks.append(int(raw))
+    from tensorsight.data import RowQuery  # the comparison store loads on first use
+
     return RowQuery(
         verdicts=_choice(request, "verdict", VERDICTS),
         directions=_choice(request, "direction", DIRECTIONS),
@@ -275,6 +278,8 @@ def _limits(request: Request) -> DetailLimits:
         except ValueError:
             msg = f"Query parameter 'slice': expected comma-separated integers, got {raw[:40]!r}."
             raise InvalidArgument(msg) from None
+    from tensorsight.data import DetailLimits  # the comparison store loads on first use
+
     return DetailLimits(
         top_n=int_param(request, "top", 20, 0, MAX_TOP),
         heatmap_cells=int_param(request, "cells", 64, 1, MAX_CELLS),
