@@ -233,11 +233,47 @@ def _run_list_ready(page: Any, runs: int, timeout: float) -> None:
         time.sleep(0.02)
 
 
+def _cpu_secs(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_secs(pid: int) -> float:
+    """CPU seconds of ``pid`` and every live descendant (chromium: its renderer and GPU
+    processes), from ``/proc``; 0 where there is none."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += _cpu_secs(p)
+        todo.extend(children.get(p, ()))
+    return total
+
+
 def _sweep_case(h: Harness, browser: Any, quick: bool) -> None:
     """1,000 runs: time to the run list and the first chart, ours vs TensorBoard; scrolling."""
     runs, tags, steps = (50, 5, 20) if quick else (1000, 20, 50)
     logdir = _sweep_logdir(runs, tags, steps)
     ours_list, ours_chart, ours_full = [], [], []
+    # CPU seconds at the run list and at the first chart: the server's, and the browser's
+    # (Playwright's driver and chromium's processes, from the page's opening): figures the
+    # load of a shared machine barely moves, unlike the wall times
+    cpu_list, cpu_chart, cpu_browser = [], [], []
+
+    def browser_cpu() -> float:
+        # this process's descendants but the server: Playwright's driver and its chromium
+        return _tree_cpu_secs(os.getpid()) - _cpu_secs(os.getpid()) - _cpu_secs(proc.pid)
+
     for _ in range(1 if quick else h.repeat):
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
@@ -248,11 +284,15 @@ def _sweep_case(h: Harness, browser: Any, quick: bool) -> None:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         try:
             _wait_data(url + "/api/runs", 600)
+            browser_start = browser_cpu()
             page.goto(url + "/#scalars")
             _run_list_ready(page, runs, 600)
             ours_list.append(time.perf_counter() - start)
+            cpu_list.append(_cpu_secs(proc.pid))
             page.wait_for_selector(".scalar-card canvas[data-points]", timeout=600_000)
             ours_chart.append(time.perf_counter() - start)
+            cpu_chart.append(_cpu_secs(proc.pid))
+            cpu_browser.append(browser_cpu() - browser_start)
             # the first chart comes from the runs read so far; then the chart of every run
             page.wait_for_selector(
                 f".scalar-card canvas[data-series='{runs}']", state="attached", timeout=600_000
@@ -287,6 +327,11 @@ def _sweep_case(h: Harness, browser: Any, quick: bool) -> None:
     if tb_median is not None:
         versus = f"; TensorBoard --load_fast first chart {tb_median:.2f} s"
         versus += f" (x{tb_median / ours:.2f})"
+    h.note(
+        f"sweep CPU time (medians): the server {statistics.median(cpu_list):.2f} s at the run "
+        f"list, {statistics.median(cpu_chart):.2f} s at the first chart; the browser "
+        f"{statistics.median(cpu_browser):.2f} s from opening the page to the first chart"
+    )
     h.note(
         f"sweep of {runs} runs x {tags} tags x {steps} steps: run list in "
         f"{statistics.median(ours_list):.2f} s, first chart in {ours:.2f} s (from the runs "

@@ -67,6 +67,7 @@ def test_caps_per_kind_come_from_one_table():
         "images": 7,
         "text": 10_000,
         "pr_curves": 1_000,
+        "mesh": 100,
     }  # scalars and audio uncapped here
     assert set(RECORD_LIMITS) <= set(KINDS)
     assert list(limits.to_json()) == [
@@ -77,6 +78,7 @@ def test_caps_per_kind_come_from_one_table():
         "max_records_per_text",
         "max_records_per_pr_curve",
         "max_records_per_audio",
+        "max_records_per_mesh",
         "max_blob_bytes",
     ]
 

@@ -140,3 +140,77 @@ def test_meshes_draw_turn_and_step(page1280, logdir):
         page.wait_for_function("() => document.querySelectorAll('.mesh-card').length === 1")
         assert _card(page, "cloud", "torch").count() == 1
         shot(page, "mesh-view-cloud")
+
+
+_PIXELS = """c => {
+    const g = c.getContext('2d');
+    const d = g.getImageData(0, 0, c.width, c.height).data;
+    let ink = 0, orange = 0;
+    for (let i = 0; i < d.length; i += 4) {
+        const [r, gg, b] = [d[i], d[i + 1], d[i + 2]];
+        if (r > 240 && gg > 240 && b > 240) continue;  // the background, #fbfbfd
+        ink++;
+        if (r > 200 && gg > 90 && gg < 170 && b < 70) orange++;
+    }
+    const m = (Math.floor(c.height / 2) * c.width + Math.floor(c.width / 2)) * 4;
+    return {ink, orange, centre: [d[m], d[m + 1], d[m + 2]]};
+}"""
+
+
+def test_the_writers_config_dict_is_applied(page1280, tmp_path):
+    """torch's add_mesh config_dict: camera fov and position, lights, material colour and
+    point size are applied; what a canvas cannot draw is named on the card."""
+    v, f, c = _sphere()
+    cloud = np.random.default_rng(2).standard_normal((1, 300, 3)).astype(np.float32)
+    red_light = {
+        "camera": {"cls": "PerspectiveCamera", "fov": 30, "position": [0, 0, 12], "far": 50},
+        "lights": [
+            {"cls": "DirectionalLight", "color": "#ff0000", "intensity": 1, "position": [0, 0, 1]}
+        ],
+        "material": {"cls": "MeshStandardMaterial", "roughness": 1, "metalness": 0},
+    }
+    with TorchWriter(str(tmp_path / "torch")) as w:
+        w.add_mesh("lit", torch.from_numpy(v), colors=torch.from_numpy(c),
+                   faces=torch.from_numpy(f), config_dict=red_light)  # fmt: skip
+        w.add_mesh("dots", torch.from_numpy(cloud))
+        w.add_mesh("bigdots", torch.from_numpy(cloud), config_dict={
+            "material": {"cls": "PointsMaterial", "size": 0.25, "color": "#ff8000"}})  # fmt: skip
+    page = page1280
+    with board_server(LogdirProvider(tmp_path)) as url:
+        page.goto(url + "/#mesh")
+        page.wait_for_function("() => document.querySelectorAll('canvas[data-drawn]').length === 3")
+        lit = _card(page, "lit", "torch")
+        canvas = lit.locator("canvas")
+        assert canvas.get_attribute("data-fov") == "30.0"
+        assert abs(float(canvas.get_attribute("data-distance")) - 12) < 0.01
+        assert abs(float(canvas.get_attribute("data-yaw"))) < 1e-3  # looking down -z
+        info = lit.locator(".mesh-info").inner_text()
+        assert "config: fov 30°, camera position, 1 light ·" in info
+        assert "not applied: camera.far, material.metalness, material.roughness" in info
+        # only a red light: the sphere's green and blue vertex colours go dark
+        r, g, b = canvas.evaluate(_PIXELS)["centre"]
+        assert r > 60
+        assert g < 10
+        assert b < 10
+        lit.scroll_into_view_if_needed()
+        shot(page, "mesh-view-config")
+        # "reset view" goes back to the writer's camera, not a fitted one
+        box = canvas.bounding_box()
+        page.mouse.move(box["x"] + 100, box["y"] + 100)
+        page.mouse.wheel(0, 300)
+        page.wait_for_function(
+            "el => Number(el.dataset.distance) > 12.5", arg=canvas.element_handle()
+        )
+        lit.locator(".mesh-reset").click()
+        page.wait_for_function(
+            "el => Math.abs(Number(el.dataset.distance) - 12) < 0.01", arg=canvas.element_handle()
+        )
+        # material.size in the mesh's units and material.color on a cloud without colours
+        small = _card(page, "dots", "torch").locator("canvas").evaluate(_PIXELS)
+        big = _card(page, "bigdots", "torch").locator("canvas").evaluate(_PIXELS)
+        assert big["ink"] > 1.4 * small["ink"]  # the axes are ink in both
+        assert big["orange"] > 0.6 * big["ink"]  # the rest: axes, antialiased edges
+        assert small["orange"] < 0.1 * small["ink"]
+        assert "point size 0.25" in _card(page, "bigdots", "torch").inner_text()
+        _card(page, "bigdots", "torch").scroll_into_view_if_needed()
+        shot(page, "mesh-view-config-points")

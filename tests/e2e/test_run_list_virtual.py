@@ -66,6 +66,8 @@ def test_a_thousand_runs_keep_few_rows_in_the_dom(page1280, server):
     row.locator("input[type=color]").evaluate(
         "el => { el.value = '#00ff00'; el.dispatchEvent(new Event('input', {bubbles: true})); }"
     )
+    # unfocused (a focused row stays: test_focus_survives_...), the row leaves the DOM
+    page.evaluate("() => document.activeElement?.blur()")
     page.locator(".sidebar").evaluate("el => { el.scrollTop = 0; }")
     page.wait_for_function(
         "() => document.querySelector('#run-list li.run')?.dataset.run === 'sweep-0000'"
@@ -112,3 +114,63 @@ def test_the_keyboard_walks_the_whole_list(page1280, server):
     page.keyboard.press("ArrowDown")
     assert page.evaluate(focused) == "sweep-0001"
     shot(page, "run-list-virtual-keyboard")
+
+
+def test_focus_survives_scrolling_the_focused_row_away(page1280, server):
+    """A focused checkbox scrolled out of the window stays focused (its row stays in the
+    DOM, out of view): Space still toggles it, arrows go on from it, scrolled back it is
+    the same element."""
+    page = page1280
+    page.goto(server + "/#scalars")
+    page.wait_for_selector(f".scalar-card canvas[data-points='{RUNS * STEPS}']", timeout=60_000)
+    focused = "() => document.activeElement?.closest('li.run')?.dataset.run ?? null"
+    box = page.locator('li.run[data-run="sweep-0003"] input[type=checkbox]')
+    box.focus()
+    box.evaluate("el => { window.__focusedBox = el; }")
+    sidebar = page.locator(".sidebar")
+    # scroll far down with the wheel, as a user does, over a few frames
+    sidebar.hover()
+    for _ in range(10):
+        page.mouse.wheel(0, 2000)
+    page.wait_for_function("() => document.querySelector('.sidebar').scrollTop > 15000")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#run-list li.run')]"
+        ".some(r => Number(r.getAttribute('aria-posinset')) > 400)"
+    )
+    assert page.evaluate(focused) == "sweep-0003"
+    rows = _rows(page)
+    assert "sweep-0003" in rows  # kept, at its own place
+    assert rows.index("sweep-0003") == 0  # in list order, before the window
+    assert "sweep-0004" not in rows  # its neighbours left the DOM
+    assert len(rows) <= 61
+    assert page.locator('li.run[data-run="sweep-0003"]').get_attribute("aria-posinset") == "4"
+    assert not page.locator('li.run[data-run="sweep-0003"]').is_visible() or (
+        page.locator('li.run[data-run="sweep-0003"]').evaluate(
+            "el => el.getBoundingClientRect().bottom < 0"
+        )
+    )
+    shot(page, "run-list-virtual-focus-away")
+    page.keyboard.press("Space")  # the focused, scrolled-away run is deselected
+    page.wait_for_selector(f".scalar-card canvas[data-points='{(RUNS - 1) * STEPS}']")
+    assert page.evaluate(focused) == "sweep-0003"
+    # scrolled back, the row is the same element, still focused and unchecked
+    sidebar.evaluate("el => { el.scrollTop = 0; }")
+    page.wait_for_function(
+        "() => document.querySelector('#run-list li.run')?.dataset.run === 'sweep-0000'"
+    )
+    assert page.evaluate("() => document.activeElement === window.__focusedBox")
+    assert not box.is_checked()
+    # scrolled away again, ArrowDown goes on from it and brings its neighbour into view
+    sidebar.evaluate("el => { el.scrollTop = 600 * 44; }")
+    page.wait_for_selector('li.run[data-run="sweep-0600"]')
+    assert page.evaluate(focused) == "sweep-0003"
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(focused) == "sweep-0004"
+    assert page.locator('li.run[data-run="sweep-0004"]').is_visible()
+    assert sidebar.evaluate("el => el.scrollTop") < 1000
+    page.keyboard.press("Space")  # back to every run selected
+    page.wait_for_selector(f".scalar-card canvas[data-points='{(RUNS - 2) * STEPS}']")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Space")
+    page.locator("#runs-all").click()
+    page.wait_for_selector(f".scalar-card canvas[data-points='{RUNS * STEPS}']")

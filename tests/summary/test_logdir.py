@@ -412,3 +412,25 @@ def test_torch_writer_resumed_with_purge_step(tmp_path):
     s = read_logdir(tmp_path).scalars(".", "loss")
     assert s.steps.tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
     assert s.values.tolist() == [0, 1, 2, 3, 4, 5, 106, 107]
+
+
+@pytest.mark.parametrize(
+    ("path", "start", "want"),
+    [
+        ("/logs", "/logs", "."),
+        ("/logs/a/b", "/logs", "a/b"),
+        ("/logs/a", "/logs/", "a"),
+        ("logs/run.1", "logs", "run.1"),
+        ("./logs/x", "./logs", "x"),
+        ("/logs/a/../b", "/logs", "b"),  # not a plain prefix: os.path.relpath's answer
+        ("/other/a", "/logs", "../other/a"),
+        ("/logs2/a", "/logs", "../logs2/a"),  # a shared text prefix is not a parent folder
+        ("s3://b/logs/r", "s3://b/logs", "r"),
+    ],
+)
+def test_relpath_strips_the_start_or_falls_back_to_os_relpath(path, start, want):
+    from tensorsight.summary import _fs
+
+    assert _fs.relpath(path, start) == want
+    if "://" not in start:
+        assert want == os.path.relpath(path, start).replace(os.sep, "/")

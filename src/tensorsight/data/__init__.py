@@ -13,13 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from tensorsight.data._downsample import downsample_indices
 from tensorsight.data.audio import AudioClip
-from tensorsight.data.comparisons import (
-    VERDICTS,
-    AdviceInfo,
-    ComparisonInfo,
-    ComparisonStore,
-    ReplayInfo,
-)
 from tensorsight.data.custom_scalars import (
     LayoutCategory,
     LayoutChart,
@@ -30,7 +23,6 @@ from tensorsight.data.custom_scalars import (
 from tensorsight.data.embeddings import EmbeddingData, EmbeddingEntry
 from tensorsight.data.graphs import DataGraph, GraphNodeData, ModelGraph
 from tensorsight.data.hparams import RunHParams
-from tensorsight.data.memory import InMemoryProvider
 from tensorsight.data.provider import (
     KINDS,
     SCHEMA_VERSION,
@@ -48,7 +40,26 @@ from tensorsight.summary.kinds.landscape import LandscapeRecord as LandscapeData
 from tensorsight.summary.kinds.pr_curve import PrCurveRecord as PrCurveData
 
 if TYPE_CHECKING:
+    from tensorsight.data.comparisons import (
+        VERDICTS,
+        AdviceInfo,
+        ComparisonInfo,
+        ComparisonStore,
+        ReplayInfo,
+    )
     from tensorsight.data.logdir import LogdirProvider
+    from tensorsight.data.memory import InMemoryProvider
+
+#: Names imported on first use (``tensorsight board`` starts without them): the summary
+#: reader behind LogdirProvider, the comparison store and its types, the in-memory provider.
+_LAZY: dict[str, str] = {
+    "LogdirProvider": "tensorsight.data.logdir",
+    "InMemoryProvider": "tensorsight.data.memory",
+    **dict.fromkeys(
+        ("VERDICTS", "AdviceInfo", "ComparisonInfo", "ComparisonStore", "ReplayInfo"),
+        "tensorsight.data.comparisons",
+    ),
+}
 
 __all__ = [
     "KINDS",
@@ -88,9 +99,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "LogdirProvider":  # imports the summary reader only when used
-        from tensorsight.data.logdir import LogdirProvider
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return LogdirProvider
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
     msg = f"module 'tensorsight.data' has no attribute {name!r}"
     raise AttributeError(msg)

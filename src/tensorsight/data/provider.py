@@ -117,6 +117,7 @@ RECORD_LIMITS: Mapping[str, str] = {
     "text": "max_records_per_text",
     "pr_curves": "max_records_per_pr_curve",
     "audio": "max_records_per_audio",
+    "mesh": "max_records_per_mesh",
 }
 
 
@@ -138,6 +139,9 @@ class Limits:
         max_records_per_text: Records kept per text tag.
         max_records_per_pr_curve: Records (steps) kept per PR-curve tag.
         max_records_per_audio: Records (clips) kept per audio tag.
+        max_records_per_mesh: Records (steps) kept per mesh part (``<name>_VERTEX``,
+            ``_FACE``, ``_COLOR``); a mesh can hold millions of vertices, so the default
+            is TensorBoard's mesh plugin's, 100.
         max_blob_bytes: Largest encoded image served, in bytes; larger ones are skipped.
     """
 
@@ -148,6 +152,7 @@ class Limits:
     max_records_per_text: int | None = 10_000
     max_records_per_pr_curve: int | None = 1_000
     max_records_per_audio: int | None = 1_000
+    max_records_per_mesh: int | None = 100
     max_blob_bytes: int | None = 64 * 1024 * 1024
 
     def to_json(self) -> dict[str, int | None]:

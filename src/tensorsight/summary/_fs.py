@@ -121,6 +121,15 @@ def relpath(path: str, start: str) -> str:
     if is_remote(start):
         rel = path[len(start.rstrip("/")) :].strip("/")
         return rel or "."
+    if path == start:
+        return "."
+    # the folders walk() yields begin with ``start`` as given: strip it instead of
+    # os.path.relpath's two abspath calls (a third of listing a 1,000-run logdir)
+    prefix = start if start.endswith(os.sep) else start + os.sep
+    if path.startswith(prefix):
+        parts = path[len(prefix) :].split(os.sep)
+        if all(p not in ("", ".", "..") for p in parts):
+            return "/".join(parts)
     rel = os.path.relpath(path, start)
     return rel.replace(os.sep, "/")
 

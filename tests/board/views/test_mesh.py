@@ -15,7 +15,7 @@ from tensorsight.board.app import create_app
 from tensorsight.board.errors import InvalidArgument, NotFound
 from tensorsight.board.views import mesh as mesh_view
 from tensorsight.board.views.mesh import mesh_impl, meshes_impl
-from tensorsight.data import LogdirProvider
+from tensorsight.data import Limits, LogdirProvider
 
 TETRA = np.array([[[1, 1, 1], [-1, -1, 1], [1, -1, -1], [-1, 1, -1]]], np.float32)
 FACES = np.array([[[0, 2, 3], [0, 3, 1], [0, 1, 2], [1, 3, 2]]], np.int32)
@@ -151,3 +151,26 @@ def test_a_mesh_with_many_vertices_sends_only_those_its_faces_name(tmp_path, mon
     tri = np.reshape(got["faces"], (-1, 3))
     for sent, written in zip(tri, faces[0], strict=True):  # each face names the same points
         np.testing.assert_allclose(points[sent], CLOUD[0, written], atol=1e-6)
+
+
+@pytest.mark.parametrize("writer", [TorchWriter, tensorboardX.SummaryWriter, SummaryWriter])
+def test_mesh_records_are_capped_per_part_newest_kept(tmp_path, writer):
+    with writer(str(tmp_path / "run")) as w:
+        for step in range(5):
+            w.add_mesh(
+                "tetra",
+                torch.from_numpy(TETRA * (step + 1)),
+                colors=torch.from_numpy(COLORS),
+                faces=torch.from_numpy(FACES),
+                global_step=step,
+            )
+    capped = LogdirProvider(tmp_path, Limits(max_records_per_mesh=2))
+    got = mesh_impl(capped, "run", "tetra")
+    assert (got["step"], got["steps"]) == (4, [3, 4])  # the newest two of five
+    assert got["vertices"] == (TETRA[0] * 5).reshape(-1).tolist()
+    assert got["faces"] == FACES[0].reshape(-1).tolist()  # every part capped alike
+    (dropped,) = capped.run_info("run").dropped.items()
+    assert dropped == ("mesh tags at the 2-value limit (older values dropped)", 3)
+    assert Limits().max_records_per_mesh == 100
+    uncapped = LogdirProvider(tmp_path, Limits(max_records_per_mesh=None))
+    assert mesh_impl(uncapped, "run", "tetra")["steps"] == [0, 1, 2, 3, 4]

@@ -124,9 +124,26 @@ export class RunList {
     return row;
   }
 
+  /** The run whose checkbox or colour has keyboard focus, and which of the two. */
+  private focusedRun(): { name: string; part: "box" | "color" } | null {
+    const el = document.activeElement;
+    if (!(el instanceof HTMLInputElement) || !this.list.contains(el)) return null;
+    const name = el.closest<HTMLElement>("li.run")?.dataset.run;
+    if (name === undefined) return null;
+    return { name, part: el.type === "color" ? "color" : "box" };
+  }
+
   private draw(): void {
     const [first, end] = this.range();
     const names = this.names.slice(first, end);
+    // a focused row scrolled out of the window stays in the DOM (at its own place, out of
+    // view), so keyboard focus survives scrolling: Space still toggles it, arrows move on
+    const focus = this.focusedRun();
+    const at = focus ? this.index.get(focus.name) : undefined;
+    if (focus && at !== undefined && (at < first || at >= end)) {
+      if (at < first) names.unshift(focus.name);
+      else names.push(focus.name);
+    }
     const drawn = names.map((n) => this.row(n));
     const virtual = this.virtual;
     // a virtual list is as tall as all its rows, each drawn at its own place: moving the
@@ -135,8 +152,9 @@ export class RunList {
     this.list.dataset.first = String(first);
     if (virtual) {
       drawn.forEach((row, i) => {
-        row.item.style.top = `${(first + i) * ROW_HEIGHT}px`;
-        row.item.setAttribute("aria-posinset", String(first + i + 1));
+        const place = this.index.get(names[i]!) ?? first + i;
+        row.item.style.top = `${place * ROW_HEIGHT}px`;
+        row.item.setAttribute("aria-posinset", String(place + 1));
         row.item.setAttribute("aria-setsize", String(this.names.length));
       });
       // rows far from the view are dropped: they are made again when scrolled back to
@@ -161,6 +179,11 @@ export class RunList {
     }
     this.attached = want;
     if (focused instanceof HTMLElement && focused !== document.activeElement && this.list.contains(focused)) focused.focus({ preventScroll: true });
+    else if (focus && !this.list.contains(document.activeElement)) {
+      // the focused row was made again (a new answer changed what it shows): focus its twin
+      const row = this.rows.get(focus.name);
+      if (row && this.list.contains(row.item)) row[focus.part].focus({ preventScroll: true });
+    }
   }
 
   /** Arrow keys, Home and End move between runs' checkboxes (Space toggles, as checkboxes

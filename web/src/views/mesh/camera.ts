@@ -43,9 +43,10 @@ export interface Camera {
 }
 
 export const MAX_PITCH = Math.PI / 2 - 0.01;
+export const DEFAULT_FOV = (50 * Math.PI) / 180;
 
 /** The camera that shows the whole of ``b`` from a three-quarter view. */
-export function fitCamera(b: Bounds, fov = (50 * Math.PI) / 180): Camera {
+export function fitCamera(b: Bounds, fov: number = DEFAULT_FOV): Camera {
   // the bounding sphere fits the view's height with a margin
   const distance = (b.radius / Math.sin(fov / 2)) * 1.1;
   return { target: [...b.center], yaw: Math.PI / 5, pitch: Math.PI / 7, distance, fov };
@@ -111,6 +112,14 @@ export function farToNear(count: number, depthOf: (i: number) => number): Uint32
   for (let i = 0; i < count; i++) order[i] = i;
   order.sort((a, b) => depth[b]! - depth[a]!);
   return order;
+}
+
+/** The unit normal of triangle ``a, b, c`` (``null`` for a degenerate one). */
+export function faceNormal(v: ArrayLike<number>, a: number, b: number, c: number): Vec3 | null {
+  const p = (i: number, k: number) => v[3 * i + k] as number;
+  const n = cross([p(b, 0) - p(a, 0), p(b, 1) - p(a, 1), p(b, 2) - p(a, 2)], [p(c, 0) - p(a, 0), p(c, 1) - p(a, 1), p(c, 2) - p(a, 2)]);
+  const len = Math.hypot(n[0], n[1], n[2]);
+  return len > 0 ? [n[0] / len, n[1] / len, n[2] / len] : null;
 }
 
 /** Brightness 0.35-1 of a triangle facing the light (two-sided: a back face is lit too). */

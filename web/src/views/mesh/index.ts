@@ -1,12 +1,16 @@
 // Mesh view: one card per mesh and run (add_mesh's point clouds and triangle meshes). Each
 // card draws its mesh on a 2-D canvas: an orbit camera (drag to turn, wheel to zoom, double
 // click or "reset view" to fit), a step slider, a batch entry choice, and x/y/z axes with
-// their ranges along the bounding box's edges.
+// their ranges along the bounding box's edges. The writer's ``config_dict`` is applied where
+// a 2-D canvas can (config.ts): the camera's fov and position, the lights' colours,
+// intensities and directions (flat shading), the material's colour, opacity, wireframe and
+// point size; the rest (near/far planes, roughness, metalness, ...) is named on the card.
 import { getJson } from "../../api/client";
 import { formatNumber } from "../../core/format";
 import { compileRegex } from "../../core/runlist";
 import { h, type ViewContext, type ViewInstance } from "../../core/state";
-import { bounds, farToNear, fitCamera, orbit, project, shade, ticks, zoom, NEAR, type Bounds, type Camera, type Vec3 } from "./camera";
+import { bounds, faceNormal, farToNear, orbit, project, ticks, zoom, NEAR, type Bounds, type Camera, type Vec3 } from "./camera";
+import { configuredCamera, lit, parseMeshConfig, type MeshStyle } from "./config";
 import "./mesh.css";
 
 const API = "/api/views/mesh";
@@ -49,6 +53,8 @@ class MeshCard {
   private mesh: MeshResponse | null = null;
   private box: Bounds | null = null;
   private camera: Camera | null = null;
+  private style: MeshStyle = { ignored: [] };
+  private configText: string | null = null;
   private steps: number[] = [];
   private step: number | null = null;
   private seq = 0;
@@ -168,14 +174,22 @@ class MeshCard {
     this.sample.value = String(body.sample);
     this.sample.disabled = body.batch < 2;
     this.box = bounds(body.vertices);
+    if (body.config !== this.configText) {
+      this.configText = body.config;
+      this.style = parseMeshConfig(body.config);
+    }
     // the camera is kept across steps (a training run's mesh moves under a fixed view)
-    if (first || !this.camera) this.camera = fitCamera(this.box);
+    if (first || !this.camera) this.camera = configuredCamera(this.box, this.style);
     const faces = body.faces ? body.faces.length / 3 : 0;
     const parts = [`${formatNumber(body.vertex_count)} vertices`, faces ? `${formatNumber(faces)} faces` : "point cloud"];
     parts.push(body.colors ? "vertex colours" : "no colours");
     if (body.batch > 1) parts.push(`batch of ${body.batch}`);
     if (body.downsampled) parts.push(`${formatNumber(body.vertices.length / 3)} drawn (thinned evenly)`);
+    const applied = appliedText(this.style);
+    if (applied) parts.push(`config: ${applied}`);
+    if (this.style.ignored.length) parts.push(`not applied: ${this.style.ignored.join(", ")}`);
     this.info.textContent = parts.join(" · ");
+    this.el.dataset.ignored = this.style.ignored.join(",");
     this.el.dataset.step = String(body.step);
     this.el.dataset.vertices = String(body.vertex_count);
     this.el.dataset.faces = String(faces);
@@ -184,7 +198,7 @@ class MeshCard {
 
   private fit(): void {
     if (!this.box) return;
-    this.camera = fitCamera(this.box);
+    this.camera = configuredCamera(this.box, this.style);
     this.schedule();
   }
 
@@ -215,11 +229,13 @@ class MeshCard {
     g.fillRect(0, 0, width, height);
     const v = mesh.vertices;
     const p = project(v, cam, width, height);
-    const base = hexRgb(this.color());
-    const rgb = (i: number): [number, number, number] =>
+    const style = this.style;
+    const base: Vec3 = style.color ?? hexRgb(this.color());
+    const rgb = (i: number): Vec3 =>
       mesh.colors ? [mesh.colors[3 * i] ?? 0, mesh.colors[3 * i + 1] ?? 0, mesh.colors[3 * i + 2] ?? 0] : base;
     let drawn = 0;
     this.drawAxes(g, box, cam, width, height, "behind");
+    g.globalAlpha = style.opacity ?? 1;
     if (mesh.faces && mesh.faces.length >= 3) {
       const f = mesh.faces;
       const count = Math.floor(f.length / 3);
@@ -231,19 +247,23 @@ class MeshCard {
         const b = f[3 * t + 1]!;
         const c = f[3 * t + 2]!;
         if (p[3 * a + 2]! <= NEAR || p[3 * b + 2]! <= NEAR || p[3 * c + 2]! <= NEAR) continue;
-        const light = shade(v, a, b, c, LIGHT);
         const [r0, g0, b0] = rgb(a);
         const [r1, g1, b1] = rgb(b);
         const [r2, g2, b2] = rgb(c);
-        const fill = `rgb(${Math.round(((r0 + r1 + r2) / 3) * light)},${Math.round(((g0 + g1 + g2) / 3) * light)},${Math.round(((b0 + b1 + b2) / 3) * light)})`;
+        const [lr, lg, lb] = lit([(r0 + r1 + r2) / 3, (g0 + g1 + g2) / 3, (b0 + b1 + b2) / 3], faceNormal(v, a, b, c), style, LIGHT);
+        const fill = `rgb(${Math.round(lr)},${Math.round(lg)},${Math.round(lb)})`;
         g.beginPath();
         g.moveTo(p[3 * a]!, p[3 * a + 1]!);
         g.lineTo(p[3 * b]!, p[3 * b + 1]!);
         g.lineTo(p[3 * c]!, p[3 * c + 1]!);
         g.closePath();
-        g.fillStyle = fill;
-        g.strokeStyle = fill; // hides the hairline seams between neighbours
-        g.fill();
+        g.strokeStyle = fill; // filled: hides the hairline seams between neighbours
+        if (style.wireframe) {
+          g.lineWidth = 1;
+        } else {
+          g.fillStyle = fill;
+          g.fill();
+        }
         g.stroke();
         drawn++;
       }
@@ -251,17 +271,20 @@ class MeshCard {
       const n = Math.floor(v.length / 3);
       const order = farToNear(n, (i) => p[3 * i + 2]!);
       const size = n > 20_000 ? 1.5 : n > 2_000 ? 2.5 : 4;
+      // material.size is in the mesh's units, drawn in perspective as three.js does
+      const focal = height / 2 / Math.tan(cam.fov / 2);
       for (const i of order) {
         const depth = p[3 * i + 2]!;
         if (depth <= NEAR) continue;
         const [r, gg, b] = rgb(i);
         g.fillStyle = `rgb(${r},${gg},${b})`;
         // nearer points a little larger: depth reads without lighting
-        const s = Math.max(1, Math.min(8, (size * cam.distance) / depth));
+        const s = style.pointSize !== undefined ? Math.max(1, Math.min(64, (style.pointSize * focal) / depth)) : Math.max(1, Math.min(8, (size * cam.distance) / depth));
         g.fillRect(p[3 * i]! - s / 2, p[3 * i + 1]! - s / 2, s, s);
         drawn++;
       }
     }
+    g.globalAlpha = 1;
     this.drawAxes(g, box, cam, width, height, "labels");
     g.fillStyle = "#666";
     g.font = "11px system-ui, sans-serif";
@@ -272,6 +295,7 @@ class MeshCard {
     d.yaw = cam.yaw.toFixed(3);
     d.pitch = cam.pitch.toFixed(3);
     d.distance = cam.distance.toPrecision(4);
+    d.fov = ((cam.fov * 180) / Math.PI).toFixed(1);
   }
 
   /** The bounding box's three edges from its low corner, x red, y green, z blue: the lines
@@ -327,6 +351,22 @@ class MeshCard {
       }
     }
   }
+}
+
+/** What of the writer's config the card applies, in a few words ("" when nothing). */
+export function appliedText(s: MeshStyle): string {
+  const out: string[] = [];
+  if (s.fov !== undefined) out.push(`fov ${Math.round((s.fov * 180) / Math.PI)}°`);
+  if (s.position) out.push("camera position");
+  if (s.lights) {
+    const n = s.lights.length + (s.ambient ? 1 : 0);
+    out.push(`${n} ${n === 1 ? "light" : "lights"}`);
+  }
+  if (s.color) out.push("material colour");
+  if (s.opacity !== undefined) out.push(`opacity ${s.opacity}`);
+  if (s.wireframe) out.push("wireframe");
+  if (s.pointSize !== undefined) out.push(`point size ${s.pointSize}`);
+  return out.join(", ");
 }
 
 function clamp(v: number, lo: number, hi: number): number {

@@ -272,6 +272,7 @@ def parse_trace_query(request: Request) -> TraceQuery:
     at = None
     if params.get("at"):
         at = int_param(request, "at", 0, 0, 10**9)
+
     return TraceQuery(
         directions=_choice(request, "direction", DIRECTIONS),
         fold=fold,
@@ -336,6 +337,7 @@ def parse_query(request: Request) -> RowQuery:
             msg = f"Query parameter 'rank': expected a non-negative integer, got {raw[:40]!r}."
             raise InvalidArgument(msg)
         ranks.append(int(raw))
+
     return RowQuery(
         verdicts=_choice(request, "verdict", VERDICTS),
         directions=_choice(request, "direction", DIRECTIONS),
@@ -361,6 +363,7 @@ def _limits(request: Request) -> DetailLimits:
         except ValueError:
             msg = f"Query parameter 'slice': expected comma-separated integers, got {raw[:40]!r}."
             raise InvalidArgument(msg) from None
+
     return DetailLimits(
         top_n=int_param(request, "top", 20, 0, MAX_TOP),
         heatmap_cells=int_param(request, "cells", 64, 1, MAX_CELLS),
