@@ -375,8 +375,19 @@ class RuleContext:
         self._claimed.add(id(node))
 
     def all_findings(self) -> list[Finding]:
-        """Findings in recording order, weak ones only when nobody claimed their node."""
-        return self.findings + [f for f in self._weak if id(f.node) not in self._claimed]
+        """Findings in recording order, weak ones only when nobody claimed their node.
+
+        A weak report of a string literal is also dropped when the string lies inside a
+        node that has a finding of its own (``torch.device("cuda")`` rewritten as a whole).
+        """
+        weak = [f for f in self._weak if id(f.node) not in self._claimed]
+        if any(isinstance(f.node, _STRINGS) for f in weak):
+            inside: set[int] = set()
+            for f in self.findings:
+                if not isinstance(f.node, cst.Module):
+                    _descendants(f.node, inside)
+            weak = [f for f in weak if not isinstance(f.node, _STRINGS) or id(f.node) not in inside]
+        return self.findings + weak
 
     def _api_of(self, node: cst.CSTNode) -> str:
         target = node.func if isinstance(node, cst.Call) else node
@@ -394,6 +405,16 @@ class RuleContext:
         self._claimed.add(id(node))
         top = -1 if isinstance(node, cst.Module) else self.current_top
         self.findings.append(Finding(type(rule), node, api, status, safety, message, top))
+
+
+_STRINGS = (cst.SimpleString, cst.FormattedString)
+
+
+def _descendants(node: cst.CSTNode, out: set[int]) -> None:
+    for child in node.children:
+        if id(child) not in out:
+            out.add(id(child))
+            _descendants(child, out)
 
 
 def _unique(base: str, taken: frozenset[str]) -> str:

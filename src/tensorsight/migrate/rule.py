@@ -137,6 +137,18 @@ class MigrationRule:
         """Visit a decorator."""
         return None
 
+    def leave_SimpleString(
+        self, original: cst.SimpleString, updated: cst.SimpleString, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit a string literal (``"cuda:0"`` that no other rule handled)."""
+        return None
+
+    def leave_FormattedString(
+        self, original: cst.FormattedString, updated: cst.FormattedString, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        """Visit an f-string (``f"cuda:{rank}"`` that no other rule handled)."""
+        return None
+
     def leave_Module(self, original: cst.Module, ctx: RuleContext) -> None:
         """Called once at the end, e.g. to add a side-effect import."""
 
@@ -152,6 +164,8 @@ HOOKS: tuple[str, ...] = (
     "leave_Subscript",
     "leave_BinaryOperation",
     "leave_Decorator",
+    "leave_SimpleString",
+    "leave_FormattedString",
     "leave_Module",
 )
 

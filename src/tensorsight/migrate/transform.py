@@ -146,6 +146,20 @@ class ApplyRules(cst.CSTTransformer):
     ) -> cst.Decorator:
         return self._chain("leave_Decorator", original_node, updated_node)  # type: ignore[return-value]
 
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.BaseExpression:
+        if not self._hooks["leave_SimpleString"]:
+            return updated_node
+        return self._chain("leave_SimpleString", original_node, updated_node)  # type: ignore[return-value]
+
+    def leave_FormattedString(
+        self, original_node: cst.FormattedString, updated_node: cst.FormattedString
+    ) -> cst.BaseExpression:
+        if not self._hooks["leave_FormattedString"]:
+            return updated_node
+        return self._chain("leave_FormattedString", original_node, updated_node)  # type: ignore[return-value]
+
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement:

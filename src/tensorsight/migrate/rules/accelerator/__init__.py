@@ -70,7 +70,7 @@ RULES: tuple[type[MigrationRule], ...] = (
 
 RULESET = RuleSet(
     name="accelerator",
-    version="2",
+    version="3",
     description="Device-neutral PyTorch: any accelerator PyTorch finds, else the CPU.",
     rules=RULES,
 )

@@ -9,6 +9,10 @@ to run on the one device there is, so they get 1 without an accelerator (and a d
   ``mp.spawn(fn, nprocs=world_size)`` (or the count passed as ``nprocs`` directly): no
   process started, so the script did nothing and exited 0.
 
+A count compared with a number of devices the script needs (``if n_gpus < 8: print(...)
+else: run(8)``) is reported: on the CPU the count is 0, so the guarded work never runs
+there, though the CPU can host any number of gloo processes.
+
 ::
 
     n = torch.cuda.device_count() // w
@@ -34,12 +38,49 @@ _PER_PROCESS = (
 )
 
 
+_ORDER = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+
+
 class ReplaceAvailabilityRule(RenameCallRule):
     """torch.cuda.is_available/device_count -> torch.accelerator.*."""
 
     RULE_ID = RULE_ID
     DESCRIPTION = DESCRIPTION
     TABLE = tables.AVAILABILITY
+
+    def __init__(self) -> None:
+        self._counts: set[tuple[tuple[str, ...], str]] = set()  # names holding the count
+
+    def leave_Comparison(
+        self, original: cst.Comparison, updated: cst.Comparison, ctx: RuleContext
+    ) -> cst.BaseExpression | None:
+        if len(original.comparisons) != 1:
+            return None
+        target = original.comparisons[0]
+        left, right = original.left, target.comparator
+        sides = (left, right) if isinstance(right, cst.Integer) else (right, left)
+        count, needed = sides
+        if not (
+            isinstance(target.operator, _ORDER)
+            and isinstance(needed, cst.Integer)
+            and int(needed.evaluated_value) > 1
+            and (
+                _is_count(count, ctx)
+                or (isinstance(count, cst.Name) and (ctx.scope, count.value) in self._counts)
+            )
+        ):
+            return None
+        ctx.report(
+            self,
+            original,
+            status="manual",
+            api="torch.cuda.device_count() comparison",
+            message=f"The script checks for {needed.value} devices: on the CPU the count is 0, "
+            "so what the check guards never runs there, though the CPU can host any number "
+            "of gloo processes; to run it there, make the check count devices only with an "
+            "accelerator (`torch.accelerator.is_available() and ...`).",
+        )
+        return None
 
     def leave_BinaryOperation(
         self, original: cst.BinaryOperation, updated: cst.BinaryOperation, ctx: RuleContext
@@ -69,6 +110,9 @@ class ReplaceAvailabilityRule(RenameCallRule):
         self, original: cst.Assign, updated: cst.Assign, ctx: RuleContext
     ) -> cst.BaseSmallStatement | None:
         value = original.value
+        target = original.targets[0].target if len(original.targets) == 1 else None
+        if isinstance(target, cst.Name) and _is_count(value, ctx):
+            self._counts.add((ctx.scope, target.value))
         if not (
             len(original.targets) == 1
             and _is_count(value, ctx)

@@ -1,8 +1,9 @@
 """``accelerator/device-strings``: CUDA device strings and objects in device slots only.
 
 Slots: ``torch.device(...)``, a ``device=``/``device_type=`` keyword of any call, the first
-argument of ``.to(...)``, a variable or attribute whose name contains ``device``, and the
-default of an ``--device`` command-line option. Other strings that mention "cuda" are
+argument of ``.to(...)`` and of ``init_device_mesh(...)``/``DeviceMesh(...)``, a variable
+or attribute whose name contains ``device``, and the default of an ``--device``
+command-line option. Other strings that mention "cuda" are
 left alone (unlike tools that rename every such string).
 
 Example::
@@ -24,6 +25,13 @@ from tensorsight.migrate.rules._base import cuda_string, device_expr
 RULE_ID = "accelerator/device-strings"
 DESCRIPTION = "CUDA device strings/objects in device slots -> the prologue device (_device)."
 
+#: Their first argument is a device type: ``init_device_mesh("cuda", (2, 4))``.
+_MESHES = (
+    "torch.distributed.device_mesh.init_device_mesh",
+    "torch.distributed.init_device_mesh",
+    "torch.distributed.device_mesh.DeviceMesh",
+    "torch.distributed.DeviceMesh",
+)
 _MESSAGE = "Use the device the prologue found (an accelerator, else the CPU)."
 
 
@@ -54,11 +62,12 @@ class ReplaceDeviceStringsRule(MigrationRule):
                 for a in original.args
             )
         )
+        is_mesh = api in _MESHES
         for i, (old, new) in enumerate(zip(original.args, updated.args, strict=True)):
             name = old.keyword.value if old.keyword is not None else None
             slot = (
                 name in ("device", "device_type")
-                or (is_to and i == 0 and name is None)
+                or ((is_to or is_mesh) and i == 0 and name is None)
                 or (is_option and name == "default")
             )
             if not slot:

@@ -14,6 +14,7 @@ before                                      after
 ``"cuda" in device``                        ``torch.device(device).type != "cpu"``
 ``device_type == "cuda"``                   ``device_type != "cpu"``
 ``x.device.type != "cuda"``                 ``x.device.type == "cpu"``
+``device.type in ("cuda",)``                ``device.type != "cpu"``
 ``args.device == "cuda"``                   ``torch.device(args.device).type != "cpu"``
 ==========================================  ============================================
 
@@ -45,6 +46,18 @@ _DRIFT = (
 
 def _is_cuda(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString) and node.evaluated_value == "cuda"
+
+
+def _cuda_among(node: cst.BaseExpression) -> list[str] | None:
+    """The strings of a literal tuple/list/set of strings holding "cuda", else ``None``."""
+    if not isinstance(node, cst.Tuple | cst.List | cst.Set):
+        return None
+    names = []
+    for element in node.elements:
+        if not isinstance(element.value, cst.SimpleString):
+            return None
+        names.append(str(element.value.evaluated_value))
+    return names if "cuda" in names else None
 
 
 def _cpu(op: cst.BaseCompOp) -> cst.ComparisonTarget:
@@ -127,6 +140,21 @@ class ReplaceDeviceTypeTestsRule(MigrationRule):
             else:
                 self._unknown(ctx, original, shown)
                 return None
+        elif isinstance(op, cst.In | cst.NotIn) and (names := _cuda_among(right)) is not None:
+            shown, subject = left, new_left  # `device.type in ("cuda",)`
+            accel = cst.NotEqual() if isinstance(op, cst.In) else cst.Equal()
+            if names != ["cuda"] or not is_device_type(ctx, left):
+                ctx.report(
+                    self,
+                    original,
+                    status="manual",
+                    api="'cuda' device test",
+                    message=f"`{code_of(left)}` is tested against device types that name CUDA "
+                    f"({', '.join(names)}): on another accelerator the test is false; add its "
+                    'type, or test `!= "cpu"` if any accelerator will do.',
+                )
+                return None
+            new, safety = cst.Comparison(left=subject, comparisons=[_cpu(accel)]), "safe"
         else:
             return None
         new = new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
