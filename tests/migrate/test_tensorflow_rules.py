@@ -62,7 +62,7 @@ with tf.Session(config=config) as sess:
 """
 
 HVD = """\
-import horovod.tensorflow as hvd
+import horovod.tensorflow.keras as hvd
 import tensorflow as tf
 
 hvd.init()

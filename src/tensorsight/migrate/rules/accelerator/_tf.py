@@ -38,9 +38,8 @@ def tf_api(ctx: RuleContext, node: cst.CSTNode) -> str | None:
             return "tf." + name.removeprefix(prefix)
     if name.startswith("tensorflow."):
         return "tf." + name.removeprefix("tensorflow.")
-    if name.startswith("horovod."):
-        rest = name.removeprefix("horovod.")
-        return "hvd." + rest.partition(".")[2] if "." in rest else "hvd." + rest
+    if name.startswith("horovod."):  # horovod.tensorflow[.keras].local_rank
+        return "hvd." + name.rsplit(".", 1)[1]
     if name.startswith("keras."):
         return name
     return None
