@@ -40,7 +40,7 @@ def test_public_name_and_dry_run_writes_nothing(project):
     assert "+x = torch.zeros(1, device=_device.type)" in report.diff()
     assert report.counts()["files_changed"] == 2
     assert report.tool_version == tensorsight.__version__
-    assert report.ruleset_version == "3"
+    assert report.ruleset_version == "4"
 
 
 def test_output_copy_and_report(project, tmp_path):

@@ -106,6 +106,15 @@ MATCHING = {
     "float64": "import torch\nx = torch.zeros(2, dtype=torch.float64)\n",
     "double": "import torch\ny = x.double()\n",
     "process-group": 'import torch.distributed as dist\ndist.init_process_group(backend="gloo")\n',
+    "tf-device": 'import tensorflow as tf\nwith tf.device("/GPU:0"):\n    pass\n',
+    "tf-compat-device": 'import tensorflow.compat.v1 as v1\nwith v1.device("/gpu:0"):\n    pass\n',
+    "tf-availability": "import tensorflow as tf\nok = tf.test.is_gpu_available()\n",
+    "tf-gpu-config": 'import tensorflow as tf\ng = tf.config.list_physical_devices("GPU")\n'
+    "tf.config.experimental.set_memory_growth(g[0], True)\n",
+    "tf-mixed-precision": "from tensorflow import keras\n"
+    'keras.mixed_precision.set_global_policy("mixed_float16")\n',
+    "tf-xla-cudnn": 'import os\nimport tensorflow as tf\nos.environ["TF_CUDNN_X"] = "1"\n',
+    "tf-horovod": "import horovod.tensorflow as hvd\nr = hvd.local_rank()\n",
 }
 
 #: CUDA only in comments, docstrings, prose strings or other names: never parsed.

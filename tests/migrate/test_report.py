@@ -62,7 +62,7 @@ def test_json_records_versions_and_problems(report):
     data = json.loads(to_json(report))
     assert data["schema_version"] == SCHEMA_VERSION
     assert data["target"] == "accelerator"
-    assert data["ruleset_version"] == "3"
+    assert data["ruleset_version"] == "4"
     assert data["summary"]["rewritten"] == 1
     failed = [f for f in data["files"] if f["kind"] == "failed"]
     assert failed[0]["path"] == "broken.py"

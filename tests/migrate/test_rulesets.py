@@ -40,6 +40,12 @@ def test_unknown_target_lists_choices():
 
 
 def test_vendor_rule_sets_extend_accelerator():
-    base = load_ruleset("accelerator").rules
+    from tensorsight.migrate.rules.accelerator import RULES, TF_RULES
+
+    base = load_ruleset("accelerator").rules[: len(RULES)]
+    assert base == RULES
+    # the TensorFlow rules are the accelerator target's only (vendors report TF scripts)
+    assert load_ruleset("accelerator").rules[len(RULES) :] == TF_RULES
     for name in ("npu", "xpu", "mps"):
+        assert not set(TF_RULES) & set(load_ruleset(name).rules)
         assert load_ruleset(name).rules[: len(base)] == base

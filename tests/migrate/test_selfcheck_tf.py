@@ -36,9 +36,9 @@ with tf.device("/GPU:0"):
 """
 
 
-def test_tensorflow_script_gets_a_report_but_no_rewrite(tmp_path: Path):
+def test_tensorflow_script_is_reported_for_a_vendor_target(tmp_path: Path):
     (tmp_path / "tf_train.py").write_text(TF)
-    report = migrate(tmp_path)
+    report = migrate(tmp_path, target="npu")
     assert report.changed == ()
     apis = [(s.line, s.api, s.status) for s in report.sites]
     assert apis == [
@@ -51,3 +51,21 @@ def test_tensorflow_script_gets_a_report_but_no_rewrite(tmp_path: Path):
         (8, "tf.device('/GPU:N')", "manual"),
     ]
     assert all(s.rule_id == "tensorflow/gpu-api" and s.message for s in report.sites)
+
+
+def test_tensorflow_script_is_rewritten_for_accelerator_and_the_rest_reported(tmp_path: Path):
+    (tmp_path / "tf_train.py").write_text(TF)
+    report = migrate(tmp_path)
+    (changed,) = report.changed
+    assert changed.check_problems == ()
+    rows = sorted((s.line, s.rule_id, s.status) for s in report.sites)
+    assert rows == [
+        (2, "tensorflow/gpu-api", "manual"),
+        (4, "tensorflow/gpu-api", "manual"),
+        (5, "tensorflow/gpu-api", "manual"),
+        (6, "accelerator/tf-gpu-config", "rewritten"),  # one row per line: no regex row
+        (7, "tensorflow/gpu-api", "manual"),
+        (7, "tensorflow/gpu-api", "unsupported"),
+        (8, "accelerator/tf-device", "kept"),
+        (8, "accelerator/tf-device", "rewritten"),
+    ]

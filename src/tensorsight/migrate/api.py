@@ -191,7 +191,13 @@ def _migrate_impl(
         *listed,
     ]
     results.sort(key=lambda r: r.path)
-    extra = scan_tensorflow(jobs)
+    handled = {
+        (site.file, site.line)
+        for result in results
+        for site in getattr(result, "sites", ())
+        if site.rule_id.startswith("accelerator/tf-")
+    }
+    extra = scan_tensorflow(jobs, handled)
     mode: Literal["dry-run", "output", "write"] = (
         "output" if out_dir is not None else "write" if write else "dry-run"
     )

@@ -102,6 +102,9 @@ class RuleContext:
         self.device_name = _unique("_device", facts.names)
         self.current_top = -1  # index of the top-level statement being visited
         self._scope: list[str] = []  # names of the def/class statements being visited
+        #: Names tested by the ``if name:`` blocks around the node being visited (their
+        #: bodies only): a guard on one of them would be redundant.
+        self.true_names: list[str] = []
         self._device_refs = 0
         self._torch_refs = 0
         module_alias = next(
@@ -164,6 +167,8 @@ class RuleContext:
                     return False
             qualified = self.qname(node.func)
             if qualified is not None:
+                if qualified.split(".")[0] in ("tensorflow", "keras", "horovod"):
+                    return False
                 return not qualified.startswith("torch.cuda.")
             if isinstance(node.func, cst.Attribute) and (
                 node.func.attr.value in CHAINS or node.func.attr.value.endswith("_")

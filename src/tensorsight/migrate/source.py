@@ -31,7 +31,7 @@ from tensorsight.migrate.transform import PROLOGUE_COMMENT, ApplyRules, prologue
 
 __all__ = ["SourceResult", "migrate_source"]
 
-ROOTS = ("torch", "triton")
+ROOTS = ("torch", "triton", "tensorflow", "keras", "horovod")
 #: Aliases of these APIs make a statement worth visiting even without a trigger word.
 ALIAS_PREFIXES = (
     "torch.cuda",

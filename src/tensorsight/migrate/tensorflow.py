@@ -1,14 +1,15 @@
-"""TensorFlow scripts: a report of GPU-specific APIs (no rewrite).
+"""TensorFlow scripts: a report of GPU-specific APIs.
 
-A regular-expression scan (TensorFlow code is not rewritten, so no syntax tree is needed)
-of files that import TensorFlow or Horovod, for ``tf.config`` GPU calls, distribution
-strategies with NCCL, Horovod and device strings, each with advice.
+A regular-expression scan of files that import TensorFlow or Horovod, for ``tf.config``
+GPU calls, distribution strategies with NCCL, Horovod and device strings, each with
+advice. The rewrites are rules of the ``accelerator`` target
+(``rules/accelerator/tf_*.py``); lines those rules handled are not listed again here.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,8 +85,15 @@ PATTERNS: tuple[tuple[re.Pattern[str], str, Status, str], ...] = tuple(
 )
 
 
-def scan_tensorflow(jobs: Sequence[Job]) -> tuple[Site, ...]:
-    """Report GPU-specific TensorFlow/Horovod APIs in the files of ``jobs``."""
+def scan_tensorflow(
+    jobs: Sequence[Job], handled: Collection[tuple[str, int]] = ()
+) -> tuple[Site, ...]:
+    """Report GPU-specific TensorFlow/Horovod APIs in the files of ``jobs``.
+
+    ``handled``: (file, line) pairs where a TensorFlow rule of the rule set (``tf_*``,
+    target ``accelerator``) already reported or rewrote something; matches there are left
+    out, so each site has one row.
+    """
     sites: list[Site] = []
     for job in jobs:
         try:
@@ -98,6 +106,8 @@ def scan_tensorflow(jobs: Sequence[Job]) -> tuple[Site, ...]:
         for pattern, api, status, advice in PATTERNS:
             for m in pattern.finditer(text):
                 line = _line_of(starts, m.start())
+                if (job.rel, line) in handled:
+                    continue
                 column = m.start() - starts[line - 1] + 1
                 sites.append(
                     Site(job.rel, line, column, api, RULE_ID, status, "none", advice, DOC_URL)

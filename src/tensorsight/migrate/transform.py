@@ -51,6 +51,7 @@ class ApplyRules(cst.CSTTransformer):
         self._hooks = {h: [r for r in rules if overrides(r, h)] for h in HOOKS}
         self._callee: set[int] = set()
         self._scopes: list[int] = []  # ids of the def/class nodes pushed on ctx's scope
+        self._if_bodies: dict[int, str] = {}  # id of the body of `if name:` -> name
 
     def _chain(self, hook: str, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
         kind = type(updated)
@@ -68,6 +69,10 @@ class ApplyRules(cst.CSTTransformer):
             if id(node) in self._skip:
                 return False  # no trigger word in this statement: not visited, not rebuilt
             self.ctx.current_top = top
+        if isinstance(node, cst.If) and isinstance(node.test, cst.Name):
+            self._if_bodies[id(node.body)] = node.test.value
+        elif id(node) in self._if_bodies:  # the body of `if name:` (not its else)
+            self.ctx.true_names.append(self._if_bodies[id(node)])
         visit = super().on_visit(node)
         if visit and isinstance(node, _SCOPES):
             self.ctx._scope.append(node.name.value)
@@ -76,6 +81,8 @@ class ApplyRules(cst.CSTTransformer):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         result = super().on_leave(original_node, updated_node)
+        if self._if_bodies.pop(id(original_node), None) is not None:
+            self.ctx.true_names.pop()
         if self._scopes and self._scopes[-1] == id(original_node):
             self._scopes.pop()
             self.ctx._scope.pop()

@@ -30,6 +30,12 @@ from tensorsight.migrate.rules.accelerator.nvtx import ReplaceNvtxRule
 from tensorsight.migrate.rules.accelerator.pin_memory import ReplacePinMemoryRule
 from tensorsight.migrate.rules.accelerator.seeding import ReplaceSeedingRule
 from tensorsight.migrate.rules.accelerator.synchronize import ReplaceSynchronizeRule
+from tensorsight.migrate.rules.accelerator.tf_availability import ReplaceTfAvailabilityRule
+from tensorsight.migrate.rules.accelerator.tf_device import ReplaceTfDeviceRule
+from tensorsight.migrate.rules.accelerator.tf_gpu_config import GuardTfGpuConfigRule
+from tensorsight.migrate.rules.accelerator.tf_horovod import ReportTfHorovodRule
+from tensorsight.migrate.rules.accelerator.tf_mixed_precision import ReplaceTfMixedPrecisionRule
+from tensorsight.migrate.rules.accelerator.tf_xla_cudnn import ReportTfXlaCudnnRule
 from tensorsight.migrate.rules.accelerator.to_index import ReplaceDeviceIndexRule
 from tensorsight.migrate.rules.accelerator.triton import ReportTritonKernelsRule
 from tensorsight.migrate.rules.accelerator.typed_tensors import ReplaceTypedTensorsRule
@@ -37,7 +43,7 @@ from tensorsight.migrate.rules.accelerator.unmapped import ReportUnmappedCudaRul
 from tensorsight.migrate.rules.accelerator.unsupported import ReportUnsupportedRule
 from tensorsight.migrate.rulesets import RuleSet
 
-__all__ = ["RULES", "RULESET"]
+__all__ = ["RULES", "RULESET", "TF_RULES"]
 
 RULES: tuple[type[MigrationRule], ...] = (
     ReplaceAvailabilityRule,
@@ -68,9 +74,20 @@ RULES: tuple[type[MigrationRule], ...] = (
     ReportUnmappedCudaRule,
 )
 
+#: TensorFlow 2 and ``tf.compat.v1`` scripts (``tf_*.py``); only this target has them,
+#: the vendor targets extend ``RULES``.
+TF_RULES: tuple[type[MigrationRule], ...] = (
+    ReplaceTfDeviceRule,
+    ReplaceTfAvailabilityRule,
+    GuardTfGpuConfigRule,
+    ReplaceTfMixedPrecisionRule,
+    ReportTfXlaCudnnRule,
+    ReportTfHorovodRule,
+)
+
 RULESET = RuleSet(
     name="accelerator",
-    version="3",
-    description="Device-neutral PyTorch: any accelerator PyTorch finds, else the CPU.",
-    rules=RULES,
+    version="4",
+    description="Device-neutral PyTorch and TensorFlow: any accelerator found, else the CPU.",
+    rules=(*RULES, *TF_RULES),
 )
