@@ -97,7 +97,8 @@ system-deps:
 
 pytest: $(STAMP) $(WEB_BUILD) system-deps
 	$(call say,"pytest: the whole suite with coverage (~8 min on 2 cores)")
-	$(BIN)/pytest --cov --cov-report=term
+	$(if $(wildcard $(TF_VENV)/bin/python),TENSORSIGHT_TF_PYTHON=$(TF_VENV)/bin/python) \
+	  $(BIN)/pytest --cov --cov-report=term
 
 # The kernel-sensitive parts once per forced kernel path, each with torch's own CPU kernels
 # pinned to match, so what an AVX2-only CPU runs (our avx2 loop, ATen's AVX2 kernels), what a
