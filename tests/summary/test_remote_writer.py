@@ -55,6 +55,24 @@ def test_a_run_written_to_s3_reads_back_whole_and_uploads_linearly(s3, monkeypat
     assert logdir.problems == []
 
 
+def test_one_large_hand_off_is_split_between_records(s3, monkeypatch):
+    """A lagging writer thread hands off many records at once: the part still closes before
+    the record that would take it past PART_BYTES, so no upload depends on the batching."""
+    from tensorsight.summary._record import encode_record
+
+    monkeypatch.setattr(_event_file, "PART_BYTES", 16 << 10)
+    records = [encode_record(bytes([i % 251]) * 1000) for i in range(100)]  # ~100 KB
+    f = _event_file.RemoteEventFile(f"s3://{BUCKET}/split/events.out.tfevents.1.x")
+    f.write(b"".join(records))  # one hand-off
+    f.close()
+    keys = _keys(s3, "split/")
+    assert len(keys) == 7  # 16 records of 1,016 bytes a part
+    bodies = [s3.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in keys]
+    assert all(len(b) <= 16 << 10 for b in bodies)
+    assert b"".join(bodies) == b"".join(records)  # in order, none split
+    assert f.uploaded_bytes == sum(map(len, bodies))
+
+
 def test_a_live_run_is_visible_before_close(s3, monkeypatch):
     monkeypatch.setattr(_event_file, "UPLOAD_SECS", 0.0)
     w = SummaryWriter(f"s3://{BUCKET}/runs/live")

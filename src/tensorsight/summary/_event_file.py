@@ -20,8 +20,8 @@ A ``log_dir`` that is a URL (``s3://bucket/runs/a``, any fsspec URL) writes thro
 and the object is uploaded whole (replaced by a longer one) at most every
 :data:`UPLOAD_SECS` and at ``flush``/``close``; once it holds :data:`PART_BYTES` it is final
 and the records go on in a new object, ``<name>.part00001``, ``.part00002``... (read in name
-order; records are never split across parts). So no upload is much over ``PART_BYTES``
-(plus the one hand-off that filled the part, 64 KiB unless the writer thread lags) and the
+order; records are never split across parts, and a hand-off of many records is split between
+them). So no upload is over ``PART_BYTES`` (unless one record is larger) and the
 bytes uploaded grow linearly with the bytes written, not quadratically; a killed process
 loses what was written since the last upload.
 """
@@ -98,14 +98,27 @@ class RemoteEventFile:
         return self._path if self._part == 0 else f"{self._path}.part{self._part:05d}"
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
-        self._buf += data
+        """Keep ``data`` (whole framed records); a part that would pass :data:`PART_BYTES`
+        is closed before the record that would cross it, however many records one hand-off
+        holds (a lagging writer thread hands off large batches)."""
+        view = memoryview(data).cast("B")
+        at = 0
+        while at < len(view):
+            end = _record_end(view, at)
+            if self._buf and len(self._buf) + (end - at) > PART_BYTES:
+                self._next_part()
+            self._buf += view[at:end]
+            at = end
         if len(self._buf) >= PART_BYTES:
-            self.upload()
-            self._part += 1
-            self._buf, self._sent = bytearray(), 0
+            self._next_part()
         elif time.monotonic() - self._last >= UPLOAD_SECS:
             self.upload()
-        return len(data)
+        return len(view)
+
+    def _next_part(self) -> None:
+        self.upload()
+        self._part += 1
+        self._buf, self._sent = bytearray(), 0
 
     def upload(self) -> None:
         """Replace the current part's object with its bytes so far (nothing new: no request)."""
@@ -130,6 +143,15 @@ class RemoteEventFile:
         if not self.closed:
             self.closed = True
             self.upload()
+
+
+def _record_end(view: memoryview, at: int) -> int:
+    """Where the framed record starting at ``at`` ends (u64 length, its CRC, the payload,
+    the payload's CRC); the end of ``view`` when the bytes there are not a whole record."""
+    if len(view) - at < 16:
+        return len(view)
+    end = at + 16 + int.from_bytes(view[at : at + 8], "little")
+    return end if end <= len(view) else len(view)
 
 
 class _State:
