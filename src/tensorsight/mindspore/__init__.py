@@ -147,14 +147,16 @@ def _iterations(steps: Iterable[int] | None) -> str:
     """MindSpore's ``iteration`` field: ``"all"`` or ``"0|2|5"``."""
     if steps is None:
         return "all"
-    chosen = sorted(set(steps))
+    # a single int or a list mixing types is the same named error (not sorted's TypeError)
+    given: object = steps  # the annotation says Iterable[int]; a user may pass anything
+    chosen = list(given) if isinstance(given, Iterable) and not isinstance(given, str) else []
     if not chosen or any(type(s) is not int or s < 0 for s in chosen):
         msg = (
             f"tensorsight.mindspore.dump: steps must be iterations >= 0 (or None for all), "
             f"got {steps!r}."
         )
         raise UsageError(msg)
-    return "|".join(str(s) for s in chosen)
+    return "|".join(str(s) for s in sorted(set(chosen)))
 
 
 def _safe_temp_root() -> str | None:
