@@ -136,6 +136,13 @@ class RemoteEventFile:
         self.uploads += 1
         self.uploaded_bytes += len(data)
 
+    def upload_if_due(self) -> None:
+        """Upload what is new once :data:`UPLOAD_SECS` have passed since the last upload
+        (the writer thread's periodic call: records written just after an upload, then
+        nothing more for a while, would otherwise wait for the next write)."""
+        if len(self._buf) > self._sent and time.monotonic() - self._last >= UPLOAD_SECS:
+            self.upload()
+
     def flush(self) -> None:
         self.upload()
 
@@ -189,6 +196,18 @@ class _State:
             self.write_out(include_pending=due)
             if due:
                 next_flush = time.monotonic() + self.flush_secs
+                if isinstance(self.file, RemoteEventFile):
+                    self._upload_if_due()
+
+    def _upload_if_due(self) -> None:
+        """A remote file's bytes kept since its last upload, sent once that is due."""
+        with self.io_lock:
+            if self.file.closed:
+                return
+            try:
+                self.file.upload_if_due()
+            except InputFileError as exc:  # reported on the next call, as a write's error
+                self.error = exc
 
     def _frame_pending(self) -> None:
         """Serialize and frame the pending events into the buffer (caller holds cond)."""
