@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-fsspec = pytest.importorskip("fsspec")
-
 from tensorsight.summary import SummaryWriter, _event_file, read_logdir
+
+fsspec = pytest.importorskip("fsspec")
 
 
 def test_a_record_after_an_upload_is_uploaded_when_due_without_another_write(monkeypatch):
