@@ -31,7 +31,8 @@ are not watched.
 with MindSpore's own ``SummaryRecord`` (``*_MS`` files that MindInsight reads too), and the
 hyperparameters, lineage and monitor findings beside them in an event file. The board reads
 both. Ranks: rank 0 writes by default; ``all_ranks=True`` writes rank ``r`` to ``<dir>/rank<r>``.
-Install with ``pip install mindspore`` (this module imports it; tensorsight has no extra for it).
+Install with ``pip install 'tensorsight[mindspore]'`` (or bring your own ``mindspore``; this
+module imports it).
 """
 
 from __future__ import annotations
