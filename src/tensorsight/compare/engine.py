@@ -709,6 +709,8 @@ class _Measure:
             xt = np.ascontiguousarray(np.transpose(xt, axes)).reshape(yb.shape)
         if conversion is not None:  # the target keeps another form (var for 1/std)
             xt = convert(xt, conversion).astype(xt.dtype).reshape(yb.shape)
+        if yb.dtype.kind == "c" or xt.dtype.kind == "c":  # complex (a TensorFlow dump's)
+            yb, xt = _components(yb), _components(xt)
         return yb, xt
 
     def _measure(
@@ -719,9 +721,12 @@ class _Measure:
         conversion: tuple[str, float] | None = None,
     ) -> dict[str, Any]:
         yb, xt = self._load(b, t, axes, conversion)
-        rb = _range(b, yb)
-        rt = _range(t, xt)
-        pm = compare_arrays(yb, xt, target_dtype=t.dtype, bench_range=rb, target_range=rt)
+        if b.dtype in _COMPONENT or t.dtype in _COMPONENT:  # parts: a real side's stats
+            rb, rt = value_range(yb), value_range(xt)  # do not hold its zero imaginary parts
+        else:
+            rb, rt = _range(b, yb), _range(t, xt)
+        dtype = _COMPONENT.get(t.dtype, t.dtype)
+        pm = compare_arrays(yb, xt, target_dtype=dtype, bench_range=rb, target_range=rt)
         shown = self._shown
         values = pm.values
         metrics = {k: v for k, v in values.items() if k in shown}
@@ -767,6 +772,18 @@ class _Measure:
                 found[token] = layout.MECHANISM if same else None
             rows[k] = row.evolve(mechanism=found.get(token))
         self.layout.clear()
+
+
+#: a complex dtype's parts, whose ulp ``max_ulp`` counts in
+_COMPONENT = {"complex64": "float32", "complex128": "float64"}
+
+
+def _components(a: np.ndarray) -> np.ndarray:
+    """A complex tensor as its real and imaginary parts (a last axis of 2), so the metrics
+    see both (a cast to float64 would drop the imaginary part); a real one as parts too,
+    its imaginary parts 0, when the other side is complex."""
+    c = a if a.dtype.kind == "c" else a.astype(np.complex128)
+    return np.ascontiguousarray(c).view(c.real.dtype).reshape(*c.shape, 2)
 
 
 def _range(rec: TensorRecord, arr: np.ndarray) -> tuple[float, float]:
