@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import google_crc32c
+import numpy as np
 import pytest
 
 from tensorsight.compare import compare
@@ -71,3 +72,24 @@ def test_equal_complex_tensors_agree(tmp_path):
     assert fft.max_abs_err == 0.0
     assert fft.cosine == pytest.approx(1.0)
     assert fft.verdict == "pass"
+
+
+def test_the_board_drill_down_reads_both_parts(tmp_path):
+    """The comparison store's tensor of a complex row holds the imaginary parts too (the
+    float64 cast dropped them, with numpy's ComplexWarning)."""
+    from tensorsight.data import ComparisonStore
+
+    result = compare(_dump(tmp_path / "a", 1.0), _dump(tmp_path / "b", -5.0))
+    out = tmp_path / "logs" / "compare" / "fft"
+    out.mkdir(parents=True)
+    result.to_json(out / "comparison.json")
+    store = ComparisonStore(tmp_path / "logs")
+    position = next(i for i, r in enumerate(result.rows) if r.op == "FFT")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = store.tensor("compare/fft", position, "target", 1000)
+    assert not isinstance(got, str), got
+    arr, dtype = got
+    assert dtype == "complex64"
+    assert arr.dtype == np.float64
+    assert arr.tolist() == [[1.0, -5.0], [2.0, -10.0], [3.0, -15.0], [4.0, -20.0]]

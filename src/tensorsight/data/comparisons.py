@@ -360,6 +360,10 @@ def _load(
         if size > cap:
             msg = f"the tensor has {size} elements, over the {cap}-element drill-down limit"
             raise LookupError(msg)
+        if rec.dtype.startswith("complex"):  # its real and imaginary parts (a last axis
+            arr = st.load(rec)  # of 2), as compare measured them; float64 drops the latter
+            parts = np.ascontiguousarray(arr).view(arr.real.dtype).reshape(*arr.shape, 2)
+            return np.array(parts, dtype=np.float64), rec.dtype
         return np.array(st.load(rec, np.float64)), rec.dtype
     finally:
         st.close()
