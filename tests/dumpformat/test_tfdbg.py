@@ -282,3 +282,20 @@ def test_compare_against_another_format_is_refused() -> None:
     msprobe = Path(__file__).parent / "data" / "msprobe" / "md5_L0"
     with pytest.raises(CompareError, match="TensorFlow debugger dump pairs only with another"):
         compare(MLP, msprobe)
+
+
+def test_a_tensorflow_dump_at_a_url_is_named_as_one_not_read_as_a_logdir():
+    """`inspect URL` takes a TF debugger dump for a dump (not a logdir), and reading it
+    says in one line that such dumps are read from local folders."""
+    fsspec = pytest.importorskip("fsspec")
+    from tensorsight.dumpformat.reader import read_dump
+    from tensorsight.summary.cli import is_dump_folder
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/tfurl/run/tfdbg_events.1.vm.metadata", b"\x00")
+    try:
+        assert is_dump_folder("memory://tfurl/run")
+        with pytest.raises(DumpFormatError, match="TensorFlow debugger dumps are read from local"):
+            read_dump("memory://tfurl/run")
+    finally:
+        fs.rm("/tfurl", recursive=True)

@@ -402,8 +402,8 @@ def _own_dump(root: _fs.AnyPath) -> Dump | None:
 
 
 def _read_remote(url: _fs.RemotePath) -> Dump:
-    """A tensorsight dump at a URL, from one listing of it (msprobe and MindSpore dumps are
-    read from local folders only)."""
+    """A tensorsight dump at a URL, from one listing of it (msprobe, MindSpore and
+    TensorFlow debugger dumps are read from local folders only)."""
     root = _fs.snapshot(url)
     if not _fs.is_dir(root):
         msg = f"Dump {str(root)!r}: no objects below it. Expected a dump folder; check the URL."
@@ -412,7 +412,8 @@ def _read_remote(url: _fs.RemotePath) -> Dump:
     if own is not None:
         return own
     msg = (
-        f"Dump {str(root)!r}: not a tensorsight dump. Expected rank<N>/manifest.json; msprobe "
-        "and MindSpore dumps are read from local folders (copy them down first)."
+        f"Dump {str(root)!r}: not a tensorsight dump. Expected rank<N>/manifest.json; msprobe, "
+        "MindSpore and TensorFlow debugger dumps are read from local folders (copy them down "
+        "first)."
     )
     raise DumpFormatError(msg)

@@ -94,9 +94,7 @@ def is_dump_folder(path: str, *, max_depth: int = 4) -> bool:
                 continue
             if any(file_format(f) for f in files):
                 return False
-            found_dump = found_dump or any(
-                f in _DUMP_MARKERS or f.startswith(_MINDSPORE_ORDER) for f in files
-            )
+            found_dump = found_dump or any(map(_marks_dump, files))
         return found_dump
     base = path.rstrip(os.sep).count(os.sep)
     for folder, dirs, files in os.walk(path):
@@ -104,13 +102,17 @@ def is_dump_folder(path: str, *, max_depth: int = 4) -> bool:
             dirs[:] = []
         if any(file_format(f) for f in files):
             return False
-        found_dump = found_dump or any(
-            f in _DUMP_MARKERS
-            or f.startswith(_MINDSPORE_ORDER)
-            or (f.startswith("tfdbg_events.") and f.endswith(".metadata"))  # TensorFlow's
-            for f in files
-        )
+        found_dump = found_dump or any(map(_marks_dump, files))
     return found_dump
+
+
+def _marks_dump(name: str) -> bool:
+    """A file that only a dump holds: ours, msprobe's, MindSpore's or TensorFlow debugger's."""
+    return (
+        name in _DUMP_MARKERS
+        or name.startswith(_MINDSPORE_ORDER)
+        or (name.startswith("tfdbg_events.") and name.endswith(".metadata"))
+    )
 
 
 def _load(path: str, *, quiet: bool, check_data_crc: bool) -> tuple[Any, list[str]]:

@@ -21,6 +21,13 @@ describe("parseMeshConfig", () => {
     expect(s.ignored).toEqual(["material.roughness", "material.metalness"]);
   });
 
+  it("ignores opacity unless the material is transparent, as three.js does", () => {
+    for (const transparent of [undefined, false]) {
+      const s = parseMeshConfig(JSON.stringify({ material: { cls: "MeshStandardMaterial", opacity: 0.3, transparent } }));
+      expect(s.opacity).toBeUndefined();
+    }
+  });
+
   it("reads points, colours, opacity, wireframe and camera position", () => {
     const s = parseMeshConfig(
       JSON.stringify({

@@ -66,7 +66,8 @@ export function parseMeshConfig(text: string): MeshStyle {
     const color = rgb(material.color);
     if (color) style.color = color;
     const opacity = num(material.opacity);
-    if (opacity !== undefined && material.transparent !== false) style.opacity = Math.max(0.05, Math.min(1, opacity));
+    // as three.js (and so TensorBoard) draws it: opacity counts only with transparent: true
+    if (opacity !== undefined && material.transparent === true) style.opacity = Math.max(0.05, Math.min(1, opacity));
     if (material.wireframe === true) style.wireframe = true;
     for (const key of Object.keys(material)) if (!MATERIAL_KEYS.has(key)) style.ignored.push(`material.${key}`);
   }
