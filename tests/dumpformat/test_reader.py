@@ -246,3 +246,26 @@ def test_op_table_reads_as_pyarrow_parquet_reads_it(small_dump):
 
     step = next(small_dump.rglob("ops.parquet"))
     assert _table._read_parquet(step).equals(pq.ParquetFile(step).read())
+
+
+def test_op_table_reads_through_the_public_class_when_the_private_one_changed(
+    small_dump, monkeypatch
+):
+    """Another pyarrow whose private reader takes other arguments (a TypeError) or is gone
+    still reads the table, through ``ParquetFile``."""
+    import pyarrow._parquet as private
+    import pyarrow.parquet as pq
+
+    from tensorsight.dumpformat import _table
+
+    step = next(small_dump.rglob("ops.parquet"))
+    want = pq.ParquetFile(step).read()
+
+    class Changed:
+        def open(self, source, *, required_new_argument):
+            raise AssertionError("not reached")
+
+    monkeypatch.setattr(private, "ParquetReader", Changed)
+    assert _table._read_parquet(step).equals(want)
+    monkeypatch.delattr(private, "ParquetReader")
+    assert _table._read_parquet(step).equals(want)

@@ -426,20 +426,22 @@ def _read_parquet(path: Any) -> Any:
     local file that needs none of it. ``ParquetFile``, not ``read_table``, otherwise:
     ``read_table`` goes through ``pyarrow.dataset``, whose import pulls in pandas.
     """
-    try:  # what ParquetFile wraps (pyarrow >= 1)
-        if not isinstance(path, Path):
-            raise ImportError  # bytes in memory: the public class takes them
-        reader_class = importlib.import_module("pyarrow._parquet").ParquetReader
-    except (ImportError, AttributeError):  # a pyarrow that moved it: the public class
-        pq = lazy_import("pyarrow.parquet", extra="parquet", needed_by="the dump reader")
-        with pq.ParquetFile(path) as pf:
-            return pf.read()
-    reader = reader_class()
-    try:
-        reader.open(str(path))
-        return reader.read_all()
-    finally:
-        reader.close()
+    if isinstance(path, Path):  # bytes in memory go to the public class
+        try:  # what ParquetFile wraps (pyarrow >= 1)
+            reader = importlib.import_module("pyarrow._parquet").ParquetReader()
+            opened = False
+            try:
+                reader.open(str(path))
+                opened = True
+                return reader.read_all()
+            finally:
+                if opened:
+                    reader.close()
+        except (ImportError, AttributeError, TypeError):
+            pass  # a pyarrow that moved or changed its private class: the public one below
+    pq = lazy_import("pyarrow.parquet", extra="parquet", needed_by="the dump reader")
+    with pq.ParquetFile(path) as pf:
+        return pf.read()
 
 
 _IDENTITY = ("index", "op", "direction", "tensor", "shape", "dtype")
